@@ -1,0 +1,72 @@
+"""Exit codes and the exceptions that map onto them.
+
+Scripts and cron jobs branch on these codes, so they are one small enum and never
+change meaning (see the README's "Exit codes" table).
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    ERROR = 1
+    USAGE = 2  # bad option, bad configuration, template variable without a value
+    PARTIAL = 3  # build finished but some files failed; they are retried next run
+    LOCKED = 4  # another build holds the store
+    NOTHING_TO_ANSWER = 5  # empty store, nothing chosen, everything filtered, not satisfied
+    SIGINT = 130
+    SIGTERM = 143
+
+
+class DocsumError(Exception):
+    """Base class: every error docsum raises on purpose carries an exit code and
+    a one-line message meant for a person."""
+
+    exit_code: ExitCode = ExitCode.ERROR
+
+
+class ConfigError(DocsumError):
+    exit_code = ExitCode.USAGE
+
+
+class TemplateVariableError(ConfigError):
+    """A prompt template variable has no value (reported before any LLM call)."""
+
+    def __init__(self, missing: list[str], template_name: str = "template") -> None:
+        self.missing = sorted(missing)
+        names = ", ".join("{" + m + "}" for m in self.missing)
+        super().__init__(f"{template_name}: no value for variable {names} (give it with --var NAME=VALUE)")
+
+
+class StoreLockedError(DocsumError):
+    exit_code = ExitCode.LOCKED
+
+
+class StoreVersionError(DocsumError):
+    """The store was written by a newer docsum; we refuse rather than corrupt it."""
+
+
+class LoadError(DocsumError):
+    """One file could not be turned into a document. `reason` is one line."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+class LLMError(DocsumError):
+    """The LLM server failed in a way retries did not fix."""
+
+
+class ContextLengthError(LLMError):
+    """The server said the prompt is longer than the model's window."""
+
+
+class Interrupted(DocsumError):
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self.exit_code = ExitCode.SIGTERM if signum == 15 else ExitCode.SIGINT
+        super().__init__("interrupted")
