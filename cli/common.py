@@ -1,0 +1,151 @@
+"""Options every command takes, added to each command by one decorator, and
+the mapping from docsum's errors to exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import signal
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Awaitable, Callable, Optional, TypeVar
+
+import typer
+
+from cli.env import Environment, configure_logging
+from docsum.config import Settings, load_settings, make_llm
+from docsum.errors import DocsumError, ExitCode, Interrupted
+from docsum.llm import LLM
+from docsum.paths import data_dir, resolve_store_path, validate_index_name
+
+T = TypeVar("T")
+
+
+@dataclass
+class Common:
+    env: Environment
+    settings: Settings
+    store: Optional[str]
+    index: Optional[str]
+    json: bool
+
+    def store_path(self) -> Path:
+        if self.store:
+            return Path(self.store).expanduser()
+        if self.index:
+            # An explicit --index beats $DOCSUM_STORE: flags win over the environment.
+            return data_dir() / "indexes" / f"{validate_index_name(self.index)}.sqlite"
+        return resolve_store_path(None, None)
+
+    def llm(self) -> LLM:
+        llm, notice = make_llm(self.settings)
+        if notice:
+            self.env.info(notice)
+        return llm
+
+
+_COMMON_PARAMS = [
+    inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option("--store", help="Store file (default: $DOCSUM_STORE, else the named index).", rich_help_panel="Common")]),
+    inspect.Parameter("index", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option("--index", help="Named store under the docsum data directory (default: default).", rich_help_panel="Common")]),
+    inspect.Parameter("llm_engine", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option("--llm", help="auto | openai | extractive.", rich_help_panel="Common")]),
+    inspect.Parameter("model", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option("--model", help="Chat model name.", rich_help_panel="Common")]),
+    inspect.Parameter("embed_model", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option("--embed-model", help="Embedding model name.", rich_help_panel="Common")]),
+    inspect.Parameter("base_url", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible server URL, e.g. http://127.0.0.1:11434/v1.", rich_help_panel="Common")]),
+    inspect.Parameter("context_window", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[int], typer.Option("--context-window", min=256, help="Model context window in tokens.", rich_help_panel="Common")]),
+    inspect.Parameter("max_output_tokens", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[int], typer.Option("--max-output-tokens", min=16, help="Tokens reserved for each answer.", rich_help_panel="Common")]),
+    inspect.Parameter("concurrency", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[int], typer.Option("--concurrency", min=1, help="Most LLM requests in flight (default 8).", rich_help_panel="Common")]),
+    inspect.Parameter("json_out", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.", rich_help_panel="Common")]),
+    inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[bool, typer.Option("--quiet", "-q", help="Only errors on stderr.", rich_help_panel="Common")]),
+    inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[bool, typer.Option("--verbose", "-v", help="More detail on stderr.", rich_help_panel="Common")]),
+    inspect.Parameter("no_color", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Annotated[bool, typer.Option("--no-color", help="No colours (NO_COLOR is honoured too).", rich_help_panel="Common")]),
+]
+_COMMON_NAMES = [p.name for p in _COMMON_PARAMS]
+
+
+def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
+    """Give a command the common options; it receives them as `common`.
+    Its return value is the exit code; DocsumError becomes a one-line message
+    and that error's code."""
+    sig = inspect.signature(func)
+    own = [p for name, p in sig.parameters.items() if name != "common"]
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any) -> None:
+        picked = {name: kwargs.pop(name) for name in _COMMON_NAMES}
+        env = Environment.from_os()
+        env.quiet, env.verbose = picked["quiet"], picked["verbose"]
+        if picked["no_color"]:
+            env.color = False
+        configure_logging(env)
+        code: int = ExitCode.OK
+        try:
+            settings = load_settings(
+                {
+                    "llm": picked["llm_engine"],
+                    "model": picked["model"],
+                    "embed_model": picked["embed_model"],
+                    "base_url": picked["base_url"],
+                    "context_window": picked["context_window"],
+                    "max_output_tokens": picked["max_output_tokens"],
+                    "concurrency": picked["concurrency"],
+                    **{k: v for k, v in kwargs.items() if k in ("chunk_size", "chunk_overlap", "top_k", "retriever", "choice_batch_size", "candidates")},
+                }
+            )
+            common = Common(env, settings, picked["store"], picked["index"], picked["json_out"])
+            code = func(common=common, **kwargs) or ExitCode.OK
+        except DocsumError as exc:
+            env.error(f"docsum: error: {exc}")
+            code = exc.exit_code
+        except ValueError as exc:  # bad names and values that slipped past option parsing
+            env.error(f"docsum: error: {exc}")
+            code = ExitCode.USAGE
+        except KeyboardInterrupt:
+            env.error("docsum: interrupted")
+            code = ExitCode.SIGINT
+        except Exception as exc:  # a bug: one line by default, the traceback with -v
+            if env.verbose:
+                env.error("".join(traceback.format_exception(exc)).rstrip())
+            env.error(f"docsum: internal error: {type(exc).__name__}: {exc} (run with -v for details)")
+            code = ExitCode.ERROR
+        if code:
+            raise typer.Exit(int(code))
+
+    wrapper.__signature__ = sig.replace(parameters=own + _COMMON_PARAMS)  # type: ignore[attr-defined]
+    return wrapper
+
+
+def run_async(coro_factory: Callable[[], Awaitable[T]]) -> T:
+    """Run the command's coroutine; SIGINT and SIGTERM cancel it cleanly (open
+    transactions roll back, locks are released) and become exit 130 / 143."""
+
+    async def main() -> T:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        received: list[int] = []
+
+        def stop(signum: int) -> None:
+            received.append(signum)
+            assert task is not None
+            task.cancel()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(signum, stop, signum)
+            except (NotImplementedError, RuntimeError):
+                pass
+        try:
+            return await coro_factory()
+        except asyncio.CancelledError:
+            if received:
+                raise Interrupted(received[0]) from None
+            raise
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    loop.remove_signal_handler(signum)
+                except (NotImplementedError, RuntimeError):
+                    pass
+
+    return asyncio.run(main())

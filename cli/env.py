@@ -1,0 +1,75 @@
+"""The environment a command runs in: streams, whether they are terminals, and
+how chatty to be. Commands take it instead of reaching for sys.*, so tests can
+flip TTY handling on and off."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from rich.console import Console
+
+
+@dataclass
+class Environment:
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+    stdin_isatty: bool = field(default_factory=lambda: sys.stdin.isatty() if sys.stdin else False)
+    stdout_isatty: bool = field(default_factory=lambda: sys.stdout.isatty())
+    stderr_isatty: bool = field(default_factory=lambda: sys.stderr.isatty())
+    quiet: bool = False
+    verbose: bool = False
+    color: bool = True
+
+    @classmethod
+    def from_os(cls) -> Environment:
+        env = cls()
+        forced = os.environ.get("DOCSUM_FORCE_TTY")  # tests and demos: pretend both are terminals
+        if forced:
+            env.stdout_isatty = env.stderr_isatty = forced == "1"
+        if os.environ.get("NO_COLOR"):
+            env.color = False
+        return env
+
+    def err_console(self) -> Console:
+        return Console(file=self.stderr, force_terminal=self.stderr_isatty, no_color=not self.color, highlight=False, soft_wrap=True)
+
+    def out(self, text: str = "") -> None:
+        self.stdout.write(text + "\n")
+        self.stdout.flush()
+
+    def out_json(self, data: Any) -> None:
+        self.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+        self.stdout.flush()
+
+    def info(self, text: str) -> None:
+        """Progress and notes: stderr, silenced by -q."""
+        if not self.quiet:
+            self.stderr.write(text + "\n")
+            self.stderr.flush()
+
+    def error(self, text: str) -> None:
+        self.stderr.write(text + "\n")
+        self.stderr.flush()
+
+
+class _StderrHandler(logging.Handler):
+    def __init__(self, env: Environment) -> None:
+        super().__init__()
+        self.env = env
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = "warning" if record.levelno == logging.WARNING else record.levelname.lower()
+        prefix = "docsum: " if record.levelno < logging.WARNING else f"docsum: {level}: "
+        self.env.error(prefix + record.getMessage())
+
+
+def configure_logging(env: Environment) -> None:
+    logger = logging.getLogger("docsum")
+    logger.handlers[:] = [_StderrHandler(env)]
+    logger.propagate = False
+    logger.setLevel(logging.ERROR if env.quiet else logging.INFO if env.verbose else logging.WARNING)

@@ -1,0 +1,262 @@
+"""The `docsum` command. Thin: parse options, call the library, render output.
+
+Exit codes: 0 ok, 1 error, 2 usage or configuration error, 3 built but some
+files failed, 4 store locked by another build, 5 nothing to answer from,
+130/143 interrupted by SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from cli.common import Common, run_async, with_common
+from cli.render import BuildProgress, print_answer, print_build_report
+from docsum.ask import AskOptions, ask as ask_question
+from docsum.build import BuildOptions, build as build_store
+from docsum.errors import ConfigError, ExitCode
+from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
+from docsum.schema import ResponseStatus
+from docsum.store import Store
+from docsum.synthesize import ResponseMode
+
+app = typer.Typer(
+    name="docsum",
+    help=__doc__,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,  # never render locals (they can hold an API key)
+    rich_markup_mode=None,
+)
+config_app = typer.Typer(help="Inspect docsum's settings.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+MODES = [m.value for m in ResponseMode]
+
+
+@app.command()
+@with_common
+def build(
+    paths: Annotated[list[Path], typer.Argument(help="Folders or files to index.", show_default=False)],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (files, nodes, LLM calls, tokens) and change nothing.")] = False,
+    no_prune: Annotated[bool, typer.Option("--no-prune", help="Keep documents whose files have vanished.")] = False,
+    wait: Annotated[float, typer.Option("--wait", min=0, help="Wait up to SECONDS for another build to finish.")] = 0.0,
+    summary_query: Annotated[Optional[str], typer.Option("--summary-query", help="The question each summary answers.")] = None,
+    summary_prompt: Annotated[Optional[Path], typer.Option("--summary-prompt", help="Template file for summaries ({context_str}, {query_str}).")] = None,
+    summary_language: Annotated[Optional[str], typer.Option("--summary-language", help="Write summaries in this language.")] = None,
+    chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", min=16, help="Node size in tokens [default: 1024].")] = None,
+    chunk_overlap: Annotated[Optional[int], typer.Option("--chunk-overlap", min=0, help="Node overlap in tokens [default: 200].")] = None,
+    follow_symlinks: Annotated[bool, typer.Option("--follow-symlinks", help="Follow symlinks that lead outside the folder.")] = False,
+    *,
+    common: Common,
+) -> int:
+    """Summarize every document under PATHS into the store, reconciling it with
+    the folder: new files added, changed ones re-summarized, vanished ones
+    removed, unchanged ones skipped at no cost. Exit 3 if some files failed
+    (they are listed and retried next run), 4 if another build holds the store."""
+    settings = common.settings
+    options = BuildOptions(
+        paths=[p.expanduser() for p in paths],
+        dry_run=dry_run,
+        prune=not no_prune,
+        wait_seconds=wait,
+        summary_language=summary_language,
+        chunk_size=settings.chunk_size,
+        chunk_overlap=settings.chunk_overlap,
+        follow_symlinks=follow_symlinks,
+    )
+    if summary_query:
+        options.summary_query = summary_query
+    if summary_prompt:
+        options.summary_template = load_template_file(summary_prompt, "summary", str(summary_prompt))
+        options.summary_template.check({"context_str", "query_str"})
+    llm = common.llm()
+    store_path = common.store_path()
+    progress = BuildProgress(common.env, enabled=not common.json)
+    report = run_async(lambda: build_store(store_path, llm, options, progress))
+    print_build_report(common.env, report, as_json=common.json)
+    return ExitCode.PARTIAL if report.counts["failed"] else ExitCode.OK
+
+
+def _parse_vars(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise ConfigError(f"--var takes NAME=VALUE, got {pair!r}")
+        out[name.strip()] = value
+    return out
+
+
+@app.command()
+@with_common
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
+    mode: Annotated[str, typer.Option("--mode", help=f"Response mode: {', '.join(MODES)}.")] = "compact",
+    retriever: Annotated[Optional[str], typer.Option("--retriever", help="embedding | llm | hybrid [default: embedding].")] = None,
+    top_k: Annotated[Optional[int], typer.Option("--top-k", min=1, help="Documents to pick [default: 3].")] = None,
+    choice_batch_size: Annotated[Optional[int], typer.Option("--choice-batch-size", min=1, help="Summaries per LLM choice call [default: 10].")] = None,
+    candidates: Annotated[Optional[int], typer.Option("--candidates", min=1, help="Embedding shortlist for hybrid [default: 20].")] = None,
+    cutoff: Annotated[Optional[float], typer.Option("--cutoff", help="Drop documents scored below X (0..1).")] = None,
+    rerank: Annotated[Optional[int], typer.Option("--rerank", min=1, help="LLM-rerank the passages and keep the best N.")] = None,
+    compress: Annotated[bool, typer.Option("--compress", help="Keep only the sentences of each passage relevant to the question.")] = False,
+    reorder: Annotated[bool, typer.Option("--reorder", help="Put the most relevant documents at the start and end of the context.")] = False,
+    structured_filter: Annotated[bool, typer.Option("--filter", help="Structured answer filtering: ignore passages that do not answer (refine, compact).")] = False,
+    polish: Annotated[bool, typer.Option("--polish", help="A final pass that refines the answer against the passages.")] = False,
+    emotion: Annotated[Optional[str], typer.Option("--emotion", help="Append an EmotionPrompt stimulus EP01..EP11 (or none).")] = None,
+    template: Annotated[Optional[Path], typer.Option("--template", help="QA/summary template file ({context_str}, {query_str}, your --var names).")] = None,
+    refine_template: Annotated[Optional[Path], typer.Option("--refine-template", help="Refine template file ({context_msg}, {existing_answer}, {query_str}).")] = None,
+    var: Annotated[Optional[list[str]], typer.Option("--var", help="Template variable NAME=VALUE (repeatable).")] = None,
+    stream: Annotated[Optional[bool], typer.Option("--stream/--no-stream", help="Stream the answer [default: on a terminal].")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="On stderr: every candidate summary and score, each step, and the plan.")] = False,
+    *,
+    common: Common,
+) -> int:
+    """Answer QUESTION from the documents whose summaries fit it best. The
+    answer goes to stdout, then its sources; --json prints one JSON document.
+    Exit 5 when there is nothing to answer from (empty store, no document
+    chosen, everything filtered, nothing satisfied the question)."""
+    if mode not in MODES:
+        raise ConfigError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
+    settings = common.settings
+    env = common.env
+    streaming = (env.stdout_isatty if stream is None else stream) and not common.json
+    options = AskOptions(
+        mode=mode,
+        retriever=settings.retriever or "embedding",
+        top_k=settings.top_k,
+        choice_batch_size=settings.choice_batch_size,
+        candidates=settings.candidates,
+        cutoff=cutoff,
+        rerank=rerank,
+        compress=compress,
+        reorder=reorder,
+        structured_filter=structured_filter,
+        polish=polish,
+        emotion=emotion,
+        text_qa_template=load_template_file(template, KIND_TEXT_QA, str(template)) if template else None,
+        refine_template=load_template_file(refine_template, KIND_REFINE, str(refine_template)) if refine_template else None,
+        variables=_parse_vars(var or []),
+        stream=streaming,
+    )
+    llm = common.llm()
+    store_path = common.store_path()
+    explain_to = (lambda msg: env.error(f"explain: {msg}")) if explain else None
+    progress_to = env.info if env.verbose or explain else None
+
+    async def go():  # type: ignore[no-untyped-def]
+        result = await ask_question(store_path, llm, question, options, explain=explain_to, progress=progress_to)
+        await print_answer(env, result, as_json=common.json)
+        await llm.aclose()
+        return result
+
+    result = run_async(go)
+    if llm.metadata.extractive and result.status is ResponseStatus.OK and not common.json:
+        env.info("docsum: note: extractive answer (sentences quoted from the documents; no language model was used)")
+    if result.status is not ResponseStatus.OK:
+        if not common.json:
+            env.error(f"docsum: nothing to answer from: {result.reason}")
+        return ExitCode.NOTHING_TO_ANSWER
+    return ExitCode.OK
+
+
+def _open_existing(common: Common) -> Store:
+    path = common.store_path()
+    if not path.exists():
+        raise ConfigError(f"no store at {path}; run `docsum build PATH` first")
+    return Store.open(path, create=False, readonly=True)
+
+
+@app.command()
+@with_common
+def summaries(*, common: Common) -> int:
+    """List the documents in the store: id, path and the first line of each summary."""
+    with _open_existing(common) as store:
+        docs = store.list_documents()
+    if common.json:
+        common.env.out_json(
+            [{"doc_id": d.doc_id, "path": d.path, "title": d.title, "pages": d.page_count, "tokens": d.token_count, "summary": d.summary} for d in docs]
+        )
+        return ExitCode.OK
+    for d in docs:
+        first = d.summary.strip().splitlines()[0] if d.summary.strip() else ""
+        common.env.out(f"{d.doc_id}  {d.path}  {first[:160]}")
+    return ExitCode.OK
+
+
+def _find(store: Store, ref: str):  # type: ignore[no-untyped-def]
+    matches = store.find_documents(ref)
+    if not matches:
+        raise ConfigError(f"no document {ref!r} in {store.path}; see `docsum summaries`")
+    if len(matches) > 1:
+        names = ", ".join(f"{d.doc_id} ({d.path})" for d in matches[:5])
+        raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id")
+    return matches[0]
+
+
+@app.command()
+@with_common
+def show(doc: Annotated[str, typer.Argument(help="Document id or stored path.", show_default=False)], *, common: Common) -> int:
+    """Show one document's whole summary, with its node count and pages."""
+    with _open_existing(common) as store:
+        record = _find(store, doc)
+        nodes = store.nodes_for([record.doc_id])[record.doc_id]
+    pages = sorted({p for n in nodes for p in n.pages})
+    data = {
+        "doc_id": record.doc_id, "path": record.path, "root": record.root, "title": record.title,
+        "kind": record.kind, "nodes": len(nodes), "pages": record.page_count, "tokens": record.token_count,
+        "summary_model": record.summary_model, "updated_at": record.updated_at, "summary": record.summary,
+    }
+    if common.json:
+        common.env.out_json(data)
+        return ExitCode.OK
+    env = common.env
+    env.out(f"{record.path}  ({record.doc_id})")
+    env.out(f"title: {record.title}")
+    env.out(f"nodes: {len(nodes)}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}")
+    env.out("")
+    env.out(record.summary)
+    return ExitCode.OK
+
+
+@app.command()
+@with_common
+def remove(doc: Annotated[str, typer.Argument(help="Document id or stored path.", show_default=False)], *, common: Common) -> int:
+    """Delete one document (its summary and nodes) from the store."""
+    path = common.store_path()
+    if not path.exists():
+        raise ConfigError(f"no store at {path}")
+    with Store.open(path, create=False) as store:
+        record = _find(store, doc)
+        store.remove_document(record.doc_id)
+    if common.json:
+        common.env.out_json({"removed": {"doc_id": record.doc_id, "path": record.path}})
+    else:
+        common.env.out(f"removed {record.path} ({record.doc_id})")
+    return ExitCode.OK
+
+
+@config_app.command("show")
+@with_common
+def config_show(*, common: Common) -> int:
+    """Every effective setting and where its value came from (flag, environment,
+    config file or default). Secrets are never shown."""
+    rows = common.settings.describe()
+    store = str(common.store_path())
+    if common.json:
+        common.env.out_json({"store": store, "settings": rows})
+        return ExitCode.OK
+    common.env.out(f"store = {store}")
+    for row in rows:
+        common.env.out(f"{row['name']} = {row['value']!r}  ({row['source']})")
+    return ExitCode.OK
+
+
+def run() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,138 @@
+"""How results look: build progress and report, answers and their sources."""
+
+from __future__ import annotations
+
+import time
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from cli.env import Environment
+from docsum.ask import AskResult
+from docsum.build import BuildReport, FileOutcome
+
+
+class BuildProgress:
+    """A progress bar on a terminal; one plain line per file otherwise."""
+
+    def __init__(self, env: Environment, enabled: bool = True) -> None:
+        self.env = env
+        self.enabled = enabled and not env.quiet
+        self.bar: Progress | None = None
+        self.task = None
+        self.calls = 0
+        self.tokens = 0
+        self.started = time.monotonic()
+
+    def start(self, total_files: int, to_process: int) -> None:
+        if not self.enabled:
+            return
+        if self.env.stderr_isatty:
+            self.bar = Progress(
+                TextColumn("[bold]build"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
+                TimeElapsedColumn(), TimeRemainingColumn(), console=self.env.err_console(), transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("build", total=total_files, stats="")
+        else:
+            self.env.info(f"docsum: {total_files} file(s), {to_process} to summarize")
+
+    def file_done(self, outcome: FileOutcome) -> None:
+        self.calls += outcome.calls
+        self.tokens += outcome.prompt_tokens
+        if outcome.action == "failed":
+            # Failures are always shown, even with -q: they change the exit code.
+            line = f"docsum: failed {outcome.path}: {outcome.error}"
+            if self.bar is not None:
+                self.bar.console.print(line, markup=False)
+            else:
+                self.env.error(line)
+        if not self.enabled:
+            return
+        if self.bar is not None and self.task is not None:
+            self.bar.update(self.task, advance=1, stats=f"{self.calls} LLM calls, {self.tokens} prompt tokens")
+            return
+        if outcome.action == "failed":
+            return
+        detail = ""
+        if outcome.action in ("added", "updated", "add", "update"):
+            detail = f" ({outcome.nodes} nodes, {outcome.calls} LLM calls)"
+        for warning in outcome.warnings:
+            self.env.info(f"docsum: warning: {outcome.path}: {warning}")
+        if outcome.action != "unchanged" or self.env.verbose:
+            self.env.info(f"{outcome.action:<9} {outcome.path}{detail}")
+
+    def finish(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> None:
+    data = report.as_dict()
+    if as_json:
+        env.out_json(data)
+        return
+    usage = data["usage"]
+    cost = data["estimated_cost_usd"]
+    cost_text = "unknown" if cost is None else f"${cost:.4f}"
+    if report.dry_run:
+        planned = data["planned"]
+        for item in report.plan:
+            extra = f"  {item['error']}" if item["error"] else f"  {item['nodes']} nodes, {item['llm_calls']} calls, {item['prompt_tokens']} prompt tokens"
+            env.out(f"{item['action']:<9} {item['path']}{extra}")
+        env.out(
+            f"dry run: {sum(1 for p in report.plan if p['action'] == 'add')} to add, "
+            f"{sum(1 for p in report.plan if p['action'] == 'update')} to update, "
+            f"{sum(1 for p in report.plan if p['action'] == 'remove')} to remove, "
+            f"{data['documents']['unchanged']} unchanged; "
+            f"{planned['llm_calls']} LLM calls, {planned['prompt_tokens']} prompt tokens planned"
+        )
+        return
+    counts = data["documents"]
+    env.out(
+        f"{counts['added']} added, {counts['updated']} updated, {counts['unchanged']} unchanged, "
+        f"{counts['removed']} removed, {counts['failed']} failed in {data['elapsed_s']:.1f}s; "
+        f"{usage['llm_calls']} LLM calls, {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, "
+        f"cost {cost_text}"
+    )
+    if report.failures:
+        env.out(f"failed (retried next run): {', '.join(f['path'] for f in report.failures)}")
+
+
+def _pages(pages: list[int]) -> str:
+    if not pages:
+        return ""
+    if len(pages) == 1:
+        return f" p. {pages[0]}"
+    return f" pp. {pages[0]}-{pages[-1]}"
+
+
+async def print_answer(env: Environment, result: AskResult, as_json: bool) -> None:
+    if as_json:
+        await result.drain()
+        env.out_json(result.as_dict())
+        return
+    if result.stream is not None:
+        parts = []
+        async for piece in result.stream:
+            parts.append(piece)
+            env.stdout.write(piece)
+            env.stdout.flush()
+        result.answer = "".join(parts)
+        result.stream = None
+        env.stdout.write("\n")
+    elif result.answer or result.status.value == "ok":
+        env.out(result.answer)
+    if result.sources:
+        env.out("")
+        env.out("Sources:")
+        seen: dict[str, list[int]] = {}
+        order: list[str] = []
+        for src in result.sources:
+            if src["path"] not in seen:
+                order.append(src["path"])
+                seen[src["path"]] = []
+            seen[src["path"]].extend(src["pages"])
+        for path in order:
+            pages = sorted(set(seen[path]))
+            env.out(f"- {path}{_pages(pages) if len(pages) < 2 else ' pp. ' + ', '.join(map(str, pages))}")

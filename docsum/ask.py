@@ -1,0 +1,281 @@
+"""`docsum ask`: pick documents by summary, post-process their nodes, answer.
+
+Every stage reports what it did (`AskResult.steps`, `notes`) so an empty or
+surprising answer can be explained, and `status`/`reason` say why when there
+is nothing to answer from.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+
+from docsum.budget import PromptBudget
+from docsum.errors import ConfigError
+from docsum.llm import LLM, track_calls
+from docsum.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
+from docsum.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
+from docsum.retrieve import Retrieval, SummaryEntry, retrieve
+from docsum.schema import CallRecord, Node, NodeWithScore, Response, ResponseStatus, Usage
+from docsum.store import Store
+from docsum.synthesize import BaseSynthesizer, ResponseMode, get_response_synthesizer, is_meta_answer, planned_calls
+
+log = logging.getLogger("docsum")
+
+MAX_QUESTION_CHARS = 8000
+
+
+@dataclass
+class AskOptions:
+    mode: str = ResponseMode.COMPACT.value
+    retriever: str = "embedding"
+    top_k: int = 3
+    choice_batch_size: int = 10
+    candidates: int = 20
+    cutoff: float | None = None
+    rerank: int | None = None
+    compress: bool = False
+    reorder: bool = False
+    structured_filter: bool = False
+    polish: bool = False
+    emotion: str | None = None
+    text_qa_template: PromptTemplate | None = None
+    refine_template: PromptTemplate | None = None
+    variables: dict[str, str] = field(default_factory=dict)
+    stream: bool = False
+    synthesizer: BaseSynthesizer | None = None  # a custom one replaces `mode`
+
+
+@dataclass
+class AskResult:
+    question: str
+    answer: str
+    status: ResponseStatus
+    reason: str
+    mode: str
+    retriever: str
+    documents: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    plan: dict[str, Any] = field(default_factory=dict)
+    calls: list[CallRecord] = field(default_factory=list)
+    engine: str = ""
+    stream: AsyncIterator[str] | None = None
+
+    @property
+    def usage(self) -> Usage:
+        return Usage.of(self.calls)
+
+    async def drain(self) -> str:
+        if self.stream is not None:
+            self.answer = "".join([piece async for piece in self.stream])
+            self.stream = None
+        return self.answer
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "status": self.status.value,
+            "reason": self.reason,
+            "mode": self.mode,
+            "retriever": self.retriever,
+            "engine": self.engine,
+            "documents": self.documents,
+            "sources": self.sources,
+            "steps": self.steps,
+            "notes": self.notes,
+            "usage": self.usage.as_dict(),
+        }
+
+
+def _empty(question: str, options: AskOptions, reason: str, **extra: Any) -> AskResult:
+    return AskResult(question, "", ResponseStatus.EMPTY, reason, options.mode, options.retriever, **extra)
+
+
+def _templates(options: AskOptions) -> tuple[PromptTemplate, PromptTemplate | None, PromptTemplate]:
+    qa = options.text_qa_template or TEXT_QA_PROMPT
+    # A user's --template is the QA template and, in tree_summarize, the summary one.
+    summary = options.text_qa_template.with_kind("summary") if options.text_qa_template else TREE_SUMMARIZE_PROMPT
+    qa, summary = with_emotion(qa, options.emotion), with_emotion(summary, options.emotion)
+    return qa, options.refine_template, summary
+
+
+def make_synthesizer(llm: LLM | None, options: AskOptions, progress: Callable[[str], None] | None = None) -> BaseSynthesizer:
+    if options.synthesizer is not None:
+        return options.synthesizer
+    qa, refine, summary = _templates(options)
+    return get_response_synthesizer(
+        options.mode,
+        llm=llm,
+        text_qa_template=qa,
+        refine_template=refine,
+        summary_template=summary,
+        structured_answer_filtering=options.structured_filter,
+        streaming=options.stream and not options.polish,
+        progress=progress,
+    )
+
+
+async def ask(
+    store_path: Path,
+    llm: LLM,
+    question: str,
+    options: AskOptions,
+    *,
+    explain: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> AskResult:
+    question = question.strip()
+    if not question:
+        raise ConfigError("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ConfigError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
+    synth = make_synthesizer(llm, options, progress)
+    # Fail on a template variable without a value before spending anything.
+    synth.check_templates(options.variables)
+    if options.polish:
+        POLISH_PROMPT.check({"query_str", "existing_answer", "context_msg"})
+
+    if not store_path.exists():
+        return _empty(question, options, f"no store at {store_path}; run `docsum build PATH` first", engine=llm.metadata.engine)
+    with Store.open(store_path, create=False, readonly=True) as store:
+        docs = store.list_documents(with_embeddings=True)
+        if not docs:
+            return _empty(question, options, "the store has no documents; run `docsum build PATH` first", engine=llm.metadata.engine)
+        entries = [SummaryEntry(d.doc_id, d.path, d.summary, d.embedding, d.embedding_model) for d in docs]
+        with track_calls() as calls:
+            result = await _answer(store, llm, question, options, synth, entries, explain)
+            if result.stream is not None:
+                result.stream = _with_calls(result.stream, calls)
+        result.calls = calls
+        result.engine = llm.metadata.engine
+        return result
+
+
+async def _with_calls(stream: AsyncIterator[str], calls: list[CallRecord]) -> AsyncIterator[str]:
+    from docsum.llm import _active_sinks
+
+    token = _active_sinks.set(_active_sinks.get() + (calls,))
+    try:
+        async for piece in stream:
+            yield piece
+    finally:
+        _active_sinks.reset(token)
+
+
+async def _answer(
+    store: Store,
+    llm: LLM,
+    question: str,
+    options: AskOptions,
+    synth: BaseSynthesizer,
+    entries: list[SummaryEntry],
+    explain: Callable[[str], None] | None,
+) -> AskResult:
+    say = explain or (lambda _msg: None)
+    found: Retrieval = await retrieve(
+        options.retriever, llm, question, entries,
+        top_k=options.top_k, batch_size=options.choice_batch_size, candidates=options.candidates,
+    )
+    candidates = [
+        {"doc_id": c.doc_id, "path": c.path, "score": c.score, "chosen": c.chosen, "summary": c.summary}
+        for c in found.candidates
+    ]
+    documents = [{"doc_id": c.doc_id, "path": c.path, "score": c.score, "summary": c.summary} for c in found.chosen]
+    for c in found.candidates:
+        first_line = c.summary.strip().splitlines()[0][:100] if c.summary.strip() else ""
+        score = "  -  " if c.score is None else f"{c.score:.3f}"
+        say(f"[{'x' if c.chosen else ' '}] {score}  {c.path}: {first_line}")
+    for note in found.notes:
+        say(f"retrieval: {note}")
+    base: dict[str, Any] = {"documents": documents, "candidates": candidates, "notes": list(found.notes)}
+    if not found.chosen:
+        reason = "no document was chosen for this question"
+        if found.notes:
+            reason += f" ({found.notes[-1]})"
+        return _empty(question, options, reason, **base)
+
+    nodes: list[NodeWithScore] = []
+    by_doc = store.nodes_for([c.doc_id for c in found.chosen])
+    for cand in found.chosen:
+        for rec in by_doc.get(cand.doc_id, []):
+            node = Node(rec.text, rec.doc_id, cand.path, rec.seq, tuple(rec.pages), rec.start_char, rec.end_char, rec.token_count)
+            nodes.append(NodeWithScore(node, cand.score))
+
+    steps: list[StepReport] = []
+    if options.cutoff is not None:
+        nodes, report = similarity_cutoff(nodes, options.cutoff)
+        steps.append(report)
+    if options.rerank and nodes:
+        nodes, report = await llm_rerank(llm, question, nodes, options.rerank)
+        steps.append(report)
+    if options.compress and nodes:
+        nodes, report = await compress(llm, question, nodes)
+        steps.append(report)
+    if options.reorder and nodes:
+        nodes, report = long_context_reorder(nodes)
+        steps.append(report)
+    for report in steps:
+        say(f"{report.step}: {report.before} → {report.after} nodes; {report.note}")
+    base["steps"] = [r.as_dict() for r in steps]
+    if not nodes:
+        emptied = next((r.step for r in steps if r.emptied), "a post-retrieval step")
+        return _empty(question, options, f"{emptied} removed every passage", **base)
+
+    tokens = sum(n.node.token_count or llm.metadata.tokenizer.count(n.node.text) for n in nodes)
+    planned = planned_calls(synth, question, [n.node.text for n in nodes], **options.variables)
+    planned_total = None if planned is None else planned + (1 if options.polish else 0)
+    plan = {"documents": len(found.chosen), "nodes": len(nodes), "tokens": tokens, "llm_calls": planned_total}
+    say(
+        f"plan: {len(found.chosen)} document(s) → {len(nodes)} node(s) → {tokens} tokens → "
+        f"{'?' if planned_total is None else planned_total} LLM call(s) in {options.mode} mode"
+    )
+
+    response: Response = await synth.asynthesize(question, nodes, **options.variables)
+    sources = [
+        {"doc_id": n.node.doc_id, "path": n.node.path, "pages": list(n.node.pages), "score": n.score, "text": n.node.text}
+        for n in response.source_nodes
+    ]
+    mode = options.mode if options.synthesizer is None else type(synth).__name__
+    result = AskResult(
+        question, response.response, response.status, response.reason, mode, found.retriever,
+        sources=sources, plan=plan, **base,
+    )
+    if response.status is not ResponseStatus.OK:
+        return result
+    if response.stream is not None:
+        result.stream = response.stream
+        return result
+    if options.polish and result.answer.strip():
+        await _polish(llm, question, result, nodes, options.stream)
+    return result
+
+
+async def _polish(llm: LLM, question: str, result: AskResult, nodes: list[NodeWithScore], stream: bool) -> None:
+    """One more pass: refine the answer against the passages; keep the
+    original when the reply adds nothing or talks about the refining."""
+    budget = PromptBudget(llm.metadata)
+    template = POLISH_PROMPT.partial_format(query_str=question, existing_answer=result.answer)
+    fitted, _ = budget.truncate(template, ["\n\n".join(n.node.text for n in nodes)])
+    context = fitted[0] if fitted else ""
+    original = result.answer
+    if stream:
+        result.stream = _polish_stream(llm.astream(template, context_msg=context), original)
+        return
+    polished = (await llm.apredict(template, context_msg=context)).strip()
+    if polished and not is_meta_answer(polished):
+        result.answer = polished
+    else:
+        result.notes.append("polish: the final pass added nothing; kept the original answer")
+
+
+async def _polish_stream(stream: AsyncIterator[str], original: str) -> AsyncIterator[str]:
+    from docsum.synthesize import _guard_stream
+
+    async for piece in _guard_stream(stream, original):
+        yield piece

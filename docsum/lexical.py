@@ -1,0 +1,117 @@
+"""Word-level text statistics shared by the offline engine and the lexical
+stand-in for embeddings.
+
+Offline, docsum has no embedding model. It embeds texts as hashed bags of
+stemmed content words (sparse counts folded into a fixed number of buckets), so
+the store, the retriever and the chunk baseline use one vector interface either
+way. At query time the retriever weights buckets by inverse document frequency
+over the stored vectors, which turns cosine similarity into a TF-IDF score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+
+import numpy as np
+
+LEXICAL_EMBED_MODEL = "docsum-lexical-v1"
+LEXICAL_DIM = 4096
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each few
+    for from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your yours
+    yourself yourselves describe provided text questions question answer can many much one
+    two does did get got us may might shall using used use""".split()
+)
+
+
+def stem(word: str) -> str:
+    """A deliberately small suffix stripper: enough to match plurals and common
+    verb forms, cheap, and language-neutral for words it does not recognise."""
+    if len(word) <= 3 or not word.isascii():
+        return word
+    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("edly", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            return word[: len(word) - len(suffix)] + keep
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """Stemmed content words; CJK text contributes one term per character pair."""
+    out: list[str] = []
+    for match in _WORD.finditer(text.lower()):
+        word = match.group(0)
+        if _CJK.search(word):
+            chars = [c for c in word if not c.isspace()]
+            out.extend(chars[i] + chars[i + 1] for i in range(len(chars) - 1))
+            if len(chars) == 1:
+                out.append(chars[0])
+            continue
+        if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
+            continue
+        out.append(stem(word))
+    return out
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|(?<=[。！？])")
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences and paragraph-level fragments, stripped, non-empty."""
+    parts: list[str] = []
+    for block in _SENTENCE_END.split(text):
+        block = " ".join(block.split())
+        if block:
+            parts.append(block)
+    return parts
+
+
+def _bucket(term: str) -> int:
+    # Counts stay non-negative (no sign hashing) so bucket document frequencies
+    # are meaningful for the IDF weights.
+    digest = hashlib.blake2b(term.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % LEXICAL_DIM
+
+
+def lexical_vectors(texts: list[str]) -> np.ndarray:
+    """Hashed log-count vectors, L2-normalised, one row per text."""
+    matrix = np.zeros((len(texts), LEXICAL_DIM), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for term, count in Counter(terms(text)).items():
+            matrix[row, _bucket(term)] += 1.0 + math.log(count)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+def idf_weights(matrix: np.ndarray) -> np.ndarray:
+    """Smoothed inverse document frequency per bucket over the rows of `matrix`."""
+    n = max(1, matrix.shape[0])
+    df = np.count_nonzero(matrix > 0, axis=0).astype(np.float32)
+    return np.log((n + 1.0) / (df + 1.0)).astype(np.float32) + 1.0
+
+
+def lexical_scores(query_vec: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Cosine similarity after IDF weighting, one score per row, in [0, 1]."""
+    if matrix.size == 0:
+        return np.zeros(0, dtype=np.float32)
+    weights = idf_weights(matrix)
+    docs = matrix * weights
+    q = query_vec.reshape(-1) * weights
+    dn = np.linalg.norm(docs, axis=1)
+    qn = float(np.linalg.norm(q)) or 1.0
+    dn[dn == 0] = 1.0
+    return (docs @ q) / (dn * qn)

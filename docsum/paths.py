@@ -1,0 +1,79 @@
+"""Where docsum keeps its files.
+
+One environment variable, DOCSUM_HOME, moves everything (data and config) under a
+single folder: tests, CI and people with several setups use it to keep stores
+apart without touching the platform directories. Without it we follow the
+platform conventions through platformdirs (XDG on Linux, ~/Library on macOS).
+
+Nothing here creates directories: resolving a path must not have side effects,
+the store creates its own directory (with mode 0700) when it first writes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "docsum"
+
+# Index names become file names, so they are restricted to characters that are
+# safe on every file system and cannot contain a path separator.
+_INDEX_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _env_path(name: str) -> Path | None:
+    # An empty variable counts as unset: `DOCSUM_HOME= docsum ...` is a common
+    # way to switch an exported variable off for one command.
+    value = os.environ.get(name, "")
+    if not value:
+        return None
+    return Path(value).expanduser()
+
+
+def docsum_home() -> Path | None:
+    """$DOCSUM_HOME if set (and not empty), else None."""
+    return _env_path("DOCSUM_HOME")
+
+
+def data_dir() -> Path:
+    """Directory for stores: $DOCSUM_HOME/data, else the platform's user data dir."""
+    home = docsum_home()
+    if home is not None:
+        return home / "data"
+    # appauthor=False: on Windows platformdirs would otherwise nest docsum\docsum.
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def config_dir() -> Path:
+    """Directory for configuration: $DOCSUM_HOME/config, else the platform's user config dir."""
+    home = docsum_home()
+    if home is not None:
+        return home / "config"
+    return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+
+
+def validate_index_name(index: str) -> str:
+    """Return `index` unchanged if it is a valid index name, else raise ValueError."""
+    if not _INDEX_NAME.fullmatch(index) or index in {".", ".."}:
+        raise ValueError(f"invalid index name {index!r}: use only letters, digits, '_', '.' and '-'")
+    return index
+
+
+def resolve_store_path(store: str | Path | None, index: str | None) -> Path:
+    """The store file to use.
+
+    Precedence: an explicit --store PATH, then $DOCSUM_STORE, then the named index
+    (default "default") under data_dir()/indexes. A given index name is validated
+    even when it is not used, so a typo is reported instead of silently ignored.
+    """
+    if index is not None:
+        validate_index_name(index)
+    if store is not None and str(store) != "":
+        return Path(store).expanduser()
+    from_env = _env_path("DOCSUM_STORE")
+    if from_env is not None:
+        return from_env
+    return data_dir() / "indexes" / f"{index or 'default'}.sqlite"

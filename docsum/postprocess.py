@@ -1,0 +1,152 @@
+"""Post-retrieval steps, in the order `docsum ask` applies them: similarity
+cutoff, LLM rerank, contextual compression, long-context reorder. Each returns
+the new node list and a `StepReport` saying what it removed or moved."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from docsum.llm import LLM
+from docsum.prompts import COMPRESS_PROMPT, NO_OUTPUT, RERANK_PROMPT
+from docsum.retrieve import format_batch, parse_choices
+from docsum.schema import Node, NodeWithScore
+
+
+@dataclass
+class StepReport:
+    step: str
+    before: int
+    after: int
+    removed: list[str] = field(default_factory=list)  # node ids
+    note: str = ""
+    emptied: bool = False  # the step would have removed everything
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "before": self.before,
+            "after": self.after,
+            "removed": len(self.removed),
+            "note": self.note,
+            "emptied": self.emptied,
+        }
+
+
+def similarity_cutoff(nodes: list[NodeWithScore], cutoff: float) -> tuple[list[NodeWithScore], StepReport]:
+    """Drop nodes scored below `cutoff`. A node with no score is kept and
+    counted: a missing score is not a zero."""
+    kept = [n for n in nodes if n.score is None or n.score >= cutoff]
+    unscored = sum(1 for n in nodes if n.score is None)
+    removed = [n.node.node_id for n in nodes if n.score is not None and n.score < cutoff]
+    note = f"dropped {len(removed)} node(s) scored below {cutoff:g}"
+    if unscored:
+        note += f"; kept {unscored} node(s) that have no score"
+    report = StepReport("cutoff", len(nodes), len(kept), removed, note, emptied=bool(nodes) and not kept)
+    return kept, report
+
+
+async def llm_rerank(
+    llm: LLM, query: str, nodes: list[NodeWithScore], top_n: int, batch_size: int = 10
+) -> tuple[list[NodeWithScore], StepReport]:
+    """Score every node with the LLM (batches sent concurrently), keep the best
+    `top_n`. Nodes the LLM leaves out are dropped. If no batch's answer could be
+    parsed the order is kept and the step says so."""
+    if not nodes:
+        return [], StepReport("rerank", 0, 0, note="nothing to rerank")
+    batches = [nodes[i : i + batch_size] for i in range(0, len(nodes), batch_size)]
+    base = RERANK_PROMPT.partial_format(query_str=query)
+
+    async def ask(batch: list[NodeWithScore]) -> str:
+        texts = [n.node.text for n in batch]
+        return await llm.apredict(base, json_mode=True, context_str=format_batch(texts), candidates=texts)
+
+    answers = await asyncio.gather(*(ask(b) for b in batches))
+    rescored: list[NodeWithScore] = []
+    parsed_any = False
+    for batch, answer in zip(batches, answers):
+        choices = parse_choices(answer, len(batch))
+        parsed_any = parsed_any or bool(choices) or answer.strip().startswith("{")
+        for number, relevance in choices:
+            node = batch[number - 1]
+            rescored.append(NodeWithScore(node.node, (relevance / 10.0) if relevance is not None else node.score))
+    if not parsed_any:
+        kept = nodes[:top_n]
+        return kept, StepReport(
+            "rerank", len(nodes), len(kept), [n.node.node_id for n in nodes[top_n:]],
+            "the LLM's ratings could not be parsed; kept the retrieval order",
+        )
+    rescored.sort(key=lambda n: -(n.score if n.score is not None else 0.0))
+    kept = rescored[:top_n]
+    kept_ids = {n.node.node_id for n in kept}
+    removed = [n.node.node_id for n in nodes if n.node.node_id not in kept_ids]
+    note = f"rated {len(nodes)} node(s) in {len(batches)} batch(es); kept the best {len(kept)}"
+    return kept, StepReport("rerank", len(nodes), len(kept), removed, note, emptied=not kept)
+
+
+def _is_no_output(text: str) -> bool:
+    cleaned = text.strip().strip("`'\".").strip()
+    return not cleaned or cleaned.upper().startswith(NO_OUTPUT)
+
+
+async def compress(llm: LLM, query: str, nodes: list[NodeWithScore]) -> tuple[list[NodeWithScore], StepReport]:
+    """Per node, keep only what the LLM extracts as relevant; drop NO_OUTPUT
+    nodes. If every node would be dropped, keep them uncompressed and say so."""
+    if not nodes:
+        return [], StepReport("compress", 0, 0, note="nothing to compress")
+    base = COMPRESS_PROMPT.partial_format(query_str=query)
+    answers = await asyncio.gather(*(llm.apredict(base, context_str=n.node.text) for n in nodes))
+    kept: list[NodeWithScore] = []
+    removed: list[str] = []
+    before_tokens = after_tokens = 0
+    tok = llm.metadata.tokenizer
+    for node, answer in zip(nodes, answers):
+        before_tokens += node.node.token_count or tok.count(node.node.text)
+        if _is_no_output(answer):
+            removed.append(node.node.node_id)
+            continue
+        text = answer.strip()
+        after_tokens += tok.count(text)
+        shrunk = Node(**{**node.node.__dict__, "text": text, "token_count": tok.count(text)})
+        kept.append(NodeWithScore(shrunk, node.score))
+    if not kept:
+        return list(nodes), StepReport(
+            "compress", len(nodes), len(nodes), [],
+            "compression found nothing relevant in any node; kept the nodes uncompressed", emptied=True,
+        )
+    note = f"dropped {len(removed)} node(s) with nothing relevant; {before_tokens} → {after_tokens} tokens"
+    return kept, StepReport("compress", len(nodes), len(kept), removed, note)
+
+
+def reorder_positions(n: int) -> list[int]:
+    """Where ranks 0..n-1 (best first) go so the best sit at both ends and the
+    weakest in the middle: n=4 gives ranks [1, 3, 2, 0]."""
+    out: list[int] = []
+    for i, rank in enumerate(reversed(range(n))):
+        if i % 2 == 0:
+            out.insert(0, rank)
+        else:
+            out.append(rank)
+    return out
+
+
+def long_context_reorder(nodes: list[NodeWithScore]) -> tuple[list[NodeWithScore], StepReport]:
+    """"Lost in the middle" reorder at document level: documents ranked by their
+    best score go to the ends, weakest in the middle; inside a document the
+    nodes keep their reading order."""
+    groups: dict[str, list[NodeWithScore]] = {}
+    for n in nodes:
+        groups.setdefault(n.node.doc_id, []).append(n)
+    docs = list(groups)
+
+    def best(doc: str) -> float:
+        scores = [n.score for n in groups[doc] if n.score is not None]
+        return max(scores) if scores else float("-inf")
+
+    # Stable sort: unscored documents keep their retrieval order, after scored ones.
+    ranked = sorted(docs, key=lambda d: -best(d))
+    placed = [ranked[r] for r in reorder_positions(len(ranked))]
+    out = [n for d in placed for n in sorted(groups[d], key=lambda x: x.node.seq)]
+    note = "document order: " + ", ".join(groups[d][0].node.path or d for d in placed)
+    return out, StepReport("reorder", len(nodes), len(out), [], note)

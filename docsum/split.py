@@ -1,0 +1,436 @@
+"""Cut documents into token-bounded chunks without altering a single character.
+
+Every chunk is a span ``[start_char, end_char)`` of the original text, so the
+store can always point back at the exact source passage (and its pages).
+
+The text is first cut into small contiguous *atoms*: sentences inside
+paragraphs, and — only where a sentence is still larger than the chunk budget —
+phrases, words and finally character runs.  Atoms are then packed greedily.
+Paragraphs that fit the budget are packed as a unit (a chunk ends at a
+paragraph break rather than in the middle of one), while overlaps are built
+from whole trailing sentences, which is why paragraphs are always split into
+sentences even when they would fit.
+
+Token counts are taken once per atom and summed.  BPE counts are not exactly
+additive across a cut, so every finished chunk (and overlap) is re-counted for
+real and trimmed if the estimate was optimistic; this keeps the hard
+``chunk_size`` guarantee while staying linear in the text length.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from docsum.tokens import Tokenizer
+
+
+@dataclass(frozen=True)
+class Chunk:
+    text: str  # exactly document_text[start_char:end_char]
+    start_char: int
+    end_char: int
+    pages: tuple[int, ...]  # 1-based pages the span touches; () for page-less documents
+    token_count: int
+
+
+# A whitespace run holding two newlines always contains a blank line.  The
+# look-behind makes the match start at the beginning of the run (so the whole
+# run goes to the next paragraph) and stops the engine from retrying at every
+# position inside long whitespace runs; possessive quantifiers prevent
+# backtracking.
+_PARA_BREAK = re.compile(r"(?<!\s)[^\S\n]*+\n[^\S\n]*+\n")
+
+# Latin terminators count only before whitespace or the end, so "3.5", "e.g.x"
+# and URLs never split.  CJK text has no spaces between sentences, so 。！？ end
+# a sentence wherever they occur.  Closing quotes/brackets stay with the sentence.
+_SENTENCE_END = re.compile(r"""[.!?…]+['"”’»)\]]*(?=\s|\Z)|[。！？]+[」』”’）》】"']*""")
+_LAST_WORD = re.compile(r"\S+\Z")
+_NEXT_CHAR = re.compile(r"\s*(\S)")
+_INITIALS = re.compile(r"(?:[^\W\d_]\.)+")  # "U.S.", "e.g.", "J."
+_LEADING_OPENERS = "([{\"'“‘«"
+
+# Lower-case, with their final period.  "etc." is deliberately absent: it ends
+# sentences too often, and the "next word is lower-case" rule already keeps
+# "etc. and so on" together.
+_ABBREVIATIONS = frozenset(
+    {
+        "mr.", "mrs.", "ms.", "dr.", "prof.", "sr.", "jr.", "st.", "mt.", "ft.",
+        "vs.", "cf.", "al.", "fig.", "figs.", "eq.", "eqs.", "no.", "nos.", "vol.",
+        "vols.", "p.", "pp.", "ch.", "sec.", "approx.", "inc.", "ltd.", "co.",
+        "corp.", "dept.", "gen.", "gov.", "rev.", "jan.", "feb.", "mar.", "apr.",
+        "jun.", "jul.", "aug.", "sep.", "sept.", "oct.", "nov.", "dec.", "ph.d.",
+    }
+)  # fmt: skip
+
+# Latin separators need following whitespace ("1,000", "http://" stay whole).
+_PHRASE_END = re.compile(r"[,;:](?=\s)|[，；：、]")
+_WORD_START = re.compile(r"(?<!\s)\s")
+_NON_SPACE = re.compile(r"\S")
+
+_Span = tuple[int, int]
+_Cutter = Callable[[str, int, int], list[int]]
+
+
+def _validate(chunk_size: int, chunk_overlap: int) -> None:
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1 (got {chunk_size})")
+    if chunk_overlap < 0:
+        raise ValueError(f"chunk_overlap must not be negative (got {chunk_overlap})")
+    if chunk_overlap >= chunk_size:
+        raise ValueError(f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})")
+
+
+# --------------------------------------------------------------------------- cutters
+# A cutter returns the interior cut positions of text[start:end], ascending.
+# Whitespace before a cut position belongs to the piece that follows it.
+
+
+def _paragraph_cuts(text: str, start: int, end: int) -> list[int]:
+    return [m.start() for m in _PARA_BREAK.finditer(text, start, end) if start < m.start() < end]
+
+
+def _is_abbreviation(text: str, start: int, match: re.Match[str]) -> bool:
+    word_match = _LAST_WORD.search(text, max(start, match.start() - 40), match.end())
+    if word_match is None:
+        return False
+    word = word_match.group().lstrip(_LEADING_OPENERS).lower()
+    return word in _ABBREVIATIONS or _INITIALS.fullmatch(word) is not None
+
+
+def _sentence_cuts(text: str, start: int, end: int) -> list[int]:
+    cuts: list[int] = []
+    for m in _SENTENCE_END.finditer(text, start, end):
+        pos = m.end()
+        if pos >= end or pos <= start:
+            continue
+        if m.group()[0] in "。！？":
+            cuts.append(pos)
+            continue
+        nxt = _NEXT_CHAR.match(text, pos, end)
+        # A lower-case continuation means the period was not a sentence end
+        # ("etc. and", "approx. five").
+        if nxt is not None and nxt.group(1).islower():
+            continue
+        if "." in m.group() and _is_abbreviation(text, start, m):
+            continue
+        cuts.append(pos)
+    return cuts
+
+
+def _phrase_cuts(text: str, start: int, end: int) -> list[int]:
+    return [m.end() for m in _PHRASE_END.finditer(text, start, end) if start < m.end() < end]
+
+
+def _word_cuts(text: str, start: int, end: int) -> list[int]:
+    return [m.start() for m in _WORD_START.finditer(text, start, end) if start < m.start() < end]
+
+
+def _cut(start: int, end: int, cuts: list[int]) -> list[_Span]:
+    bounds = [start, *cuts, end]
+    return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)]
+
+
+def _hard_split(text: str, start: int, end: int, tokenizer: Tokenizer, limit: int) -> list[tuple[int, int, int]]:
+    """Cut an unbreakable run (a long word, CJK without punctuation) by tokens.
+
+    Encodes a bounded window at a time, maps the token at the budget back to a
+    character offset and verifies the resulting piece with a real count.  Only
+    a single character that alone exceeds ``limit`` can yield an oversize piece.
+    """
+    encoding = tokenizer.encoding
+    # Raw (un-inflated) tokens that fit once the margin is applied.
+    raw_budget = max(1, math.floor(round(limit / (1.0 + tokenizer.margin), 6)))
+    out: list[tuple[int, int, int]] = []
+    pos = start
+    while pos < end:
+        window = min(end - pos, max(64, raw_budget * 8))
+        while True:
+            ids = encoding.encode_ordinary(text[pos : pos + window])
+            if len(ids) > raw_budget or pos + window >= end:
+                break
+            window = min(end - pos, window * 2)
+        if len(ids) <= raw_budget:
+            piece_count = tokenizer.count(text[pos:end])
+            if piece_count <= limit:
+                out.append((pos, end, piece_count))
+                break
+        # Character offset where each token starts; a token that begins inside
+        # a multi-byte character is attributed to that character, so cutting at
+        # an offset never splits a character.
+        offsets: list[int] = []
+        chars = 0
+        for token_bytes in encoding.decode_tokens_bytes(ids[: raw_budget + 1]):
+            offsets.append(max(0, chars - (0x80 <= token_bytes[0] < 0xC0)))
+            chars += sum(1 for b in token_bytes if not 0x80 <= b < 0xC0)
+        k = min(raw_budget, len(offsets) - 1)
+        while True:
+            cut = max(1, offsets[k]) if k > 0 else 1
+            piece_count = tokenizer.count(text[pos : pos + cut])
+            if piece_count <= limit or cut <= 1:
+                break
+            k -= 1
+        out.append((pos, pos + cut, piece_count))
+        pos += cut
+    return out
+
+
+# --------------------------------------------------------------------------- atoms
+
+
+@dataclass
+class _Atoms:
+    starts: list[int]
+    ends: list[int]
+    counts: list[int]
+    glue: list[bool]  # True: same packing group as the previous atom (a paragraph that fits)
+
+
+def _refine(
+    text: str,
+    spans: list[_Span],
+    counts: list[int],
+    tokenizer: Tokenizer,
+    limit: int,
+    cutters: Sequence[_Cutter],
+) -> tuple[list[_Span], list[int], list[bool]]:
+    """Split oversize spans level by level; returns spans, counts and which
+    spans came from splitting (those never glue to neighbours)."""
+    split_flags = [False] * len(spans)
+    for cutter in cutters:
+        if all(c <= limit for c in counts):
+            break
+        replaced: dict[int, list[_Span]] = {}
+        pending: list[_Span] = []
+        for idx, (s, e) in enumerate(spans):
+            if counts[idx] > limit:
+                parts = _cut(s, e, cutter(text, s, e))
+                if len(parts) > 1:
+                    replaced[idx] = parts
+                    pending.extend(parts)
+        if not replaced:
+            continue
+        # One batched count per level keeps counting linear in the text size.
+        new_counts = iter(tokenizer.count_many([text[s:e] for s, e in pending]))
+        next_spans: list[_Span] = []
+        next_counts: list[int] = []
+        next_flags: list[bool] = []
+        for idx, span in enumerate(spans):
+            parts = replaced.get(idx)
+            if parts is None:
+                next_spans.append(span)
+                next_counts.append(counts[idx])
+                next_flags.append(split_flags[idx])
+            else:
+                for part in parts:
+                    next_spans.append(part)
+                    next_counts.append(next(new_counts))
+                    next_flags.append(True)
+        spans, counts, split_flags = next_spans, next_counts, next_flags
+
+    if any(c > limit for c in counts):
+        final_spans: list[_Span] = []
+        final_counts: list[int] = []
+        final_flags: list[bool] = []
+        for (s, e), c, flag in zip(spans, counts, split_flags):
+            if c <= limit:
+                final_spans.append((s, e))
+                final_counts.append(c)
+                final_flags.append(flag)
+                continue
+            for ps, pe, pc in _hard_split(text, s, e, tokenizer, limit):
+                final_spans.append((ps, pe))
+                final_counts.append(pc)
+                final_flags.append(True)
+        spans, counts, split_flags = final_spans, final_counts, final_flags
+    return spans, counts, split_flags
+
+
+def _document_atoms(text: str, tokenizer: Tokenizer, limit: int) -> _Atoms:
+    paragraphs = _cut(0, len(text), _paragraph_cuts(text, 0, len(text)))
+    sentences: list[_Span] = []
+    para_of: list[int] = []
+    for p_idx, (s, e) in enumerate(paragraphs):
+        for span in _cut(s, e, _sentence_cuts(text, s, e)):
+            sentences.append(span)
+            para_of.append(p_idx)
+    counts = tokenizer.count_many([text[s:e] for s, e in sentences])
+
+    para_totals = [0] * len(paragraphs)
+    for p_idx, c in zip(para_of, counts):
+        para_totals[p_idx] += c
+
+    starts: list[int] = []
+    ends: list[int] = []
+    out_counts: list[int] = []
+    glue: list[bool] = []
+    # Refine oversize sentences paragraph by paragraph would mean many small
+    # count_many calls; instead refine all of them together, then stitch.
+    spans, sub_counts, split_flags = _refine(
+        text, sentences, counts, tokenizer, limit, (_phrase_cuts, _word_cuts)
+    )
+    # Map refined spans back to paragraphs by position (spans stay in order).
+    para_starts = [s for s, _ in paragraphs]
+    prev_para = -1
+    for (s, e), c, was_split in zip(spans, sub_counts, split_flags):
+        p_idx = bisect.bisect_right(para_starts, s) - 1
+        fits = para_totals[p_idx] <= limit
+        starts.append(s)
+        ends.append(e)
+        out_counts.append(c)
+        glue.append(fits and not was_split and p_idx == prev_para)
+        prev_para = p_idx
+    return _Atoms(starts, ends, out_counts, glue)
+
+
+def _word_atoms(text: str, tokenizer: Tokenizer, limit: int) -> _Atoms:
+    words = _cut(0, len(text), _word_cuts(text, 0, len(text)))
+    counts = tokenizer.count_many([text[s:e] for s, e in words])
+    spans, counts, _ = _refine(text, words, counts, tokenizer, limit, ())
+    return _Atoms([s for s, _ in spans], [e for _, e in spans], counts, [False] * len(spans))
+
+
+# --------------------------------------------------------------------------- packing
+
+
+def _strip_span(text: str, start: int, end: int) -> tuple[int, int, str]:
+    segment = text[start:end]
+    stripped = segment.strip()
+    if not stripped:
+        return start, start, ""
+    lead = len(segment) - len(segment.lstrip())
+    return start + lead, start + lead + len(stripped), stripped
+
+
+def _pack(
+    text: str, atoms: _Atoms, tokenizer: Tokenizer, limit: int, overlap_limit: int
+) -> list[tuple[int, int, str, int]]:
+    """Greedy packing; returns (start, end, text, real token count) per chunk."""
+    n = len(atoms.counts)
+    if n == 0:
+        return []
+    prefix = [0]
+    for c in atoms.counts:
+        prefix.append(prefix[-1] + c)
+    group_end = [0] * n
+    nxt = n
+    for idx in range(n - 1, -1, -1):
+        group_end[idx] = nxt
+        if not atoms.glue[idx]:
+            nxt = idx
+    # group_end[idx] is the end of the group containing idx.
+
+    out: list[tuple[int, int, str, int]] = []
+    first = 0  # first atom of the current chunk (overlap included)
+    fresh = 0  # first atom not yet in any chunk
+    while fresh < n:
+        total = prefix[fresh] - prefix[first]
+        stop = fresh
+        while stop < n:
+            g_end = group_end[stop]
+            g_total = prefix[g_end] - prefix[stop]
+            if total + g_total > limit:
+                if stop > fresh:
+                    break
+                # The overlap was sized so this cannot happen unless the group
+                # alone is oversize (an indivisible character); give it room.
+                first = fresh
+                total = 0
+            total += g_total
+            stop = g_end
+
+        # Verify with a real count; summed estimates can be a little low.
+        while True:
+            s, e, piece = _strip_span(text, atoms.starts[first], atoms.ends[stop - 1])
+            real = tokenizer.count(piece)
+            if real <= limit:
+                break
+            if stop - 1 > fresh:
+                stop -= 1
+            elif first < fresh:
+                first += 1
+            else:
+                break  # a single atom that cannot be split further
+        if piece:
+            out.append((s, e, piece, real))
+        if stop >= n:
+            break
+
+        # Overlap: whole trailing atoms of this chunk, newest first, never the
+        # entire chunk (so every chunk makes progress).
+        ov_first = stop
+        ov_total = 0
+        while ov_first - 1 > first and ov_total + atoms.counts[ov_first - 1] <= overlap_limit:
+            ov_first -= 1
+            ov_total += atoms.counts[ov_first]
+        next_group = prefix[group_end[stop]] - prefix[stop]
+        while ov_first < stop and ov_total + next_group > limit:
+            ov_total -= atoms.counts[ov_first]
+            ov_first += 1
+        while ov_first < stop:
+            _, _, ov_text = _strip_span(text, atoms.starts[ov_first], atoms.ends[stop - 1])
+            if not ov_text or tokenizer.count(ov_text) <= overlap_limit:
+                break
+            ov_first += 1
+        first = ov_first
+        fresh = stop
+    return out
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def split_document(
+    text: str,
+    tokenizer: Tokenizer,
+    chunk_size: int = 1024,
+    chunk_overlap: int = 200,
+    page_starts: list[int] | None = None,
+) -> list[Chunk]:
+    """Split ``text`` into overlapping chunks of at most ``chunk_size`` tokens.
+
+    ``page_starts[i]`` is the offset where page ``i + 1`` begins.  The only
+    chunks that can exceed ``chunk_size`` are single characters that by
+    themselves encode to more tokens than that.
+    """
+    _validate(chunk_size, chunk_overlap)
+    if not text.strip():
+        return []
+    atoms = _document_atoms(text, tokenizer, chunk_size)
+    chunks: list[Chunk] = []
+    for s, e, piece, count in _pack(text, atoms, tokenizer, chunk_size, chunk_overlap):
+        chunks.append(Chunk(piece, s, e, _pages_for(text, page_starts, s, e), count))
+    return chunks
+
+
+def _pages_for(text: str, page_starts: list[int] | None, start: int, end: int) -> tuple[int, ...]:
+    """Pages holding at least one non-whitespace character of ``text[start:end]``.
+
+    A chunk that runs across a blank page (only the page separator lies in it)
+    must not cite that page.
+    """
+    if not page_starts:
+        return ()
+    first = max(0, bisect.bisect_right(page_starts, start) - 1)
+    last = max(first, bisect.bisect_right(page_starts, end - 1) - 1)
+    pages: list[int] = []
+    for page in range(first, last + 1):
+        lo = max(start, page_starts[page])
+        hi = min(end, page_starts[page + 1]) if page + 1 < len(page_starts) else end
+        if lo < hi and _NON_SPACE.search(text, lo, hi):
+            pages.append(page + 1)
+    return tuple(pages)
+
+
+def split_tokens(text: str, chunk_size: int, chunk_overlap: int, tokenizer: Tokenizer) -> list[str]:
+    """Split ``text`` into stripped pieces of at most ``chunk_size`` tokens on
+    word boundaries (characters for over-long words), consecutive pieces
+    sharing up to ``chunk_overlap`` tokens of whole words."""
+    _validate(chunk_size, chunk_overlap)
+    if not text.strip():
+        return []
+    atoms = _word_atoms(text, tokenizer, chunk_size)
+    return [piece for _, _, piece, _ in _pack(text, atoms, tokenizer, chunk_size, chunk_overlap)]

@@ -1,0 +1,898 @@
+"""The local store: one SQLite file per index, plus the build lock beside it.
+
+Design notes (the why):
+
+* WAL journal mode, so `docsum ask` in one process can read while `docsum build`
+  writes in another; readers see the last committed state and never block.
+* synchronous=NORMAL: in WAL mode a committed transaction survives a process
+  crash (only a power loss may drop the last commits, never corrupt the file),
+  and it avoids one fsync per commit, which matters because a build commits once
+  per document and once per LLM call.
+* Every write is one explicit `BEGIN IMMEDIATE` transaction. IMMEDIATE takes the
+  write lock up front, so a waiting writer goes through busy_timeout instead of
+  failing with SQLITE_BUSY when it upgrades a read lock in the middle of a
+  transaction; and a document is never half written (row without its nodes).
+* The schema evolves only through MIGRATIONS, ordered and append-only; the
+  schema version is PRAGMA user_version. A store written by a newer docsum is
+  refused before anything is written to it.
+* Files are private (0600, directory 0700): summaries of someone's documents are
+  as sensitive as the documents.
+
+The connection belongs to the thread that opened the Store (the asyncio loop
+thread); sqlite3's default check_same_thread guard is kept on to catch misuse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import re
+import socket
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from docsum.errors import DocsumError, StoreLockedError, StoreVersionError
+
+BUSY_TIMEOUT_MS = 30_000
+
+# Index i brings the schema from version i to version i+1. Never edit or reorder
+# an entry once released: stores in the wild are at every version. Add a new
+# entry instead. Each entry runs in its own transaction; statements are split
+# with sqlite3.complete_statement, so triggers with BEGIN ... END are fine.
+MIGRATIONS: list[str] = [
+    # v1: initial schema.
+    """
+    CREATE TABLE documents (
+        doc_id              TEXT PRIMARY KEY,
+        path                TEXT NOT NULL,      -- relative to root, POSIX separators
+        root                TEXT NOT NULL,      -- absolute folder the build was given
+        size                INTEGER NOT NULL,
+        mtime_ns            INTEGER NOT NULL,
+        sha256              TEXT NOT NULL,
+        title               TEXT NOT NULL DEFAULT '',
+        kind                TEXT NOT NULL,
+        token_count         INTEGER NOT NULL,
+        page_count          INTEGER,            -- NULL for formats without pages
+        split_fingerprint   TEXT NOT NULL,
+        summary_fingerprint TEXT NOT NULL,
+        summary             TEXT NOT NULL,
+        summary_model       TEXT NOT NULL,
+        embedding           BLOB,               -- little-endian float32 vector
+        embedding_model     TEXT,
+        added_at            TEXT NOT NULL,
+        updated_at          TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX documents_root_path ON documents(root, path);
+    CREATE INDEX documents_path ON documents(path);
+
+    CREATE TABLE nodes (
+        doc_id      TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        text        TEXT NOT NULL,
+        start_char  INTEGER NOT NULL,
+        end_char    INTEGER NOT NULL,
+        pages       TEXT NOT NULL DEFAULT '[]', -- JSON list of 1-based page numbers
+        token_count INTEGER NOT NULL,
+        PRIMARY KEY (doc_id, seq)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE failures (
+        root       TEXT NOT NULL,
+        path       TEXT NOT NULL,
+        error      TEXT NOT NULL,
+        attempts   INTEGER NOT NULL DEFAULT 1,
+        first_seen TEXT NOT NULL,
+        last_seen  TEXT NOT NULL,
+        PRIMARY KEY (root, path)
+    );
+
+    CREATE TABLE runs (
+        id                INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind              TEXT NOT NULL,
+        started_at        TEXT NOT NULL,
+        finished_at       TEXT,
+        status            TEXT NOT NULL DEFAULT 'running',
+        settings          TEXT NOT NULL DEFAULT '{}',
+        llm_calls         INTEGER NOT NULL DEFAULT 0,
+        prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        usage             TEXT NOT NULL DEFAULT '{}',
+        documents         TEXT NOT NULL DEFAULT '{}'
+    );
+
+    CREATE TABLE calls (
+        id                INTEGER PRIMARY KEY,
+        run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        kind              TEXT NOT NULL,
+        model             TEXT NOT NULL,
+        prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        seconds           REAL NOT NULL DEFAULT 0,
+        ok                INTEGER NOT NULL,
+        at                TEXT NOT NULL
+    );
+    CREATE INDEX calls_run ON calls(run_id);
+
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL                     -- JSON
+    );
+    """,
+]
+
+# Second guard against persisting credentials in runs.settings (the caller is
+# the first). Counts such as "prompt_tokens" or "max_tokens" must survive, so
+# "token" only matches as the last word of a key ("token", "access_token").
+_SECRET_KEY = re.compile(r"api[_-]?key|secret|passw(?:or)?d|authorization|credential|(?:^|[_-])token$", re.IGNORECASE)
+
+# SQLite limits the number of bound parameters; stay far below every default.
+_IN_CHUNK = 500
+
+
+def _now() -> str:
+    """UTC timestamp, ISO 8601 with seconds: sortable as text, readable in the CLI."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def make_doc_id(root: str, relpath: str) -> str:
+    """Stable id of a document: derived from where it is, not from its content,
+    so an edited file keeps its id (and `docsum show ID` keeps working)."""
+    return hashlib.sha256(f"{root}\0{relpath}".encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass
+class DocumentRecord:
+    doc_id: str
+    path: str  # relative to root, POSIX separators
+    root: str  # absolute
+    size: int
+    mtime_ns: int
+    sha256: str
+    title: str
+    kind: str
+    token_count: int
+    page_count: int | None
+    split_fingerprint: str
+    summary_fingerprint: str
+    summary: str
+    summary_model: str
+    # compare=False: `==` on a numpy array is element-wise and would make the
+    # generated __eq__ raise; compare embeddings with np.array_equal instead.
+    embedding: np.ndarray | None = field(default=None, compare=False)
+    embedding_model: str | None = None
+    added_at: str = ""
+    updated_at: str = ""
+
+
+@dataclass
+class NodeRecord:
+    doc_id: str
+    seq: int
+    text: str
+    start_char: int
+    end_char: int
+    pages: tuple[int, ...]
+    token_count: int
+
+
+def _encode_embedding(embedding: np.ndarray) -> bytes:
+    # Explicit little-endian so a store copied between machines reads the same.
+    arr = np.asarray(embedding, dtype="<f4")
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"embedding must be a non-empty 1-D vector, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        # One NaN would poison every similarity computed against the matrix.
+        raise ValueError("embedding contains NaN or infinite values")
+    return arr.tobytes()
+
+
+def _decode_embedding(blob: bytes | None) -> np.ndarray | None:
+    if blob is None:
+        return None
+    # astype copies: frombuffer returns a read-only view of the bytes object.
+    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+def _split_statements(script: str) -> list[str]:
+    """Split a migration script into statements.
+
+    Not executescript(): in Python 3.11 it COMMITs any open transaction first,
+    which would break the one-transaction-per-migration guarantee.
+    """
+    statements: list[str] = []
+    buffer = ""
+    # Cut at each ';' that sqlite itself considers the end of a statement (not
+    # one inside a string, comment or trigger body). Quadratic, but migration
+    # scripts are tiny and this runs once per store upgrade.
+    for char in script:
+        buffer += char
+        if char == ";" and sqlite3.complete_statement(buffer):
+            if buffer.strip().strip(";").strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        # A trailing statement without ';' is accepted (sqlite would run it too).
+        statements.append(buffer.strip())
+    return statements
+
+
+def _scrub_settings(value: Any) -> Any:
+    """Copy of `value` without secret-looking keys, at any depth."""
+    if isinstance(value, dict):
+        return {str(k): _scrub_settings(v) for k, v in value.items() if not _SECRET_KEY.search(str(k))}
+    if isinstance(value, (list, tuple)):
+        return [_scrub_settings(v) for v in value]
+    return value
+
+
+def _dumps(value: Any) -> str:
+    # default=str: settings may hold Paths or enums; a readable string beats a crash.
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
+@contextlib.contextmanager
+def _private_umask() -> Iterator[None]:
+    """Files and directories created inside get 0600/0700.
+
+    The umask is process-wide, hence restored immediately. SQLite gives the -wal
+    and -shm files the permissions of the database file, so they follow.
+    """
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+_DOC_COLUMNS = (
+    "doc_id, path, root, size, mtime_ns, sha256, title, kind, token_count, page_count, "
+    "split_fingerprint, summary_fingerprint, summary, summary_model, embedding, embedding_model, "
+    "added_at, updated_at"
+)
+# Same columns without loading the embedding blobs (a few KB per document).
+_DOC_COLUMNS_NO_EMB = _DOC_COLUMNS.replace("embedding, embedding_model", "NULL, embedding_model")
+
+
+def _row_to_document(row: sqlite3.Row | tuple[Any, ...]) -> DocumentRecord:
+    (
+        doc_id, path, root, size, mtime_ns, sha256, title, kind, token_count, page_count,
+        split_fp, summary_fp, summary, summary_model, embedding, embedding_model, added_at, updated_at,
+    ) = tuple(row)  # fmt: skip
+    return DocumentRecord(
+        doc_id=doc_id,
+        path=path,
+        root=root,
+        size=size,
+        mtime_ns=mtime_ns,
+        sha256=sha256,
+        title=title,
+        kind=kind,
+        token_count=token_count,
+        page_count=page_count,
+        split_fingerprint=split_fp,
+        summary_fingerprint=summary_fp,
+        summary=summary,
+        summary_model=summary_model,
+        embedding=_decode_embedding(embedding),
+        embedding_model=embedding_model,
+        added_at=added_at,
+        updated_at=updated_at,
+    )
+
+
+def _row_to_node(row: tuple[Any, ...]) -> NodeRecord:
+    doc_id, seq, text, start_char, end_char, pages, token_count = row
+    return NodeRecord(
+        doc_id=doc_id,
+        seq=seq,
+        text=text,
+        start_char=start_char,
+        end_char=end_char,
+        pages=tuple(int(p) for p in json.loads(pages)),
+        token_count=token_count,
+    )
+
+
+class Store:
+    """One open store file. Create with Store.open(); use as a context manager."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, readonly: bool) -> None:
+        self.path = path
+        self.readonly = readonly
+        self._conn: sqlite3.Connection | None = conn
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, path: Path | str, *, create: bool = True, readonly: bool = False) -> Store:
+        """Open (and, if needed, create and migrate) the store at `path`.
+
+        create=False or readonly=True and no file: FileNotFoundError.
+        A store from a newer docsum: StoreVersionError, file left untouched.
+        readonly=True on a store that needs migrating: StoreVersionError (a
+        read-only connection cannot migrate it).
+        """
+        path = Path(path).expanduser()
+        exists = path.exists()
+        if not exists and (not create or readonly):
+            raise FileNotFoundError(errno.ENOENT, "no docsum store here", str(path))
+
+        with _private_umask():
+            if not exists:
+                # Under umask 077 every directory created here is 0700.
+                path.parent.mkdir(parents=True, exist_ok=True)
+            conn = cls._connect(path, readonly)
+            try:
+                if not exists:
+                    # sqlite creates the file at open; umask already made it
+                    # 0600, chmod also covers a file system that ignores umask.
+                    os.chmod(path, 0o600)
+                cls._check_version(conn, path)
+                if not readonly:
+                    cls._configure_writer(conn)
+                    cls._migrate(conn)
+                else:
+                    version = conn.execute("PRAGMA user_version").fetchone()[0]
+                    if version < len(MIGRATIONS):
+                        raise StoreVersionError(
+                            f"{path}: schema v{version} is older than v{len(MIGRATIONS)}; "
+                            "open it once without read-only mode to upgrade it"
+                        )
+            except BaseException:
+                conn.close()
+                raise
+        return cls(path, conn, readonly)
+
+    @staticmethod
+    def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
+        if readonly:
+            # mode=ro in a URI: SQLite refuses every write at the file level.
+            uri = path.resolve().as_uri() + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+        else:
+            # isolation_level=None: autocommit, we issue BEGIN/COMMIT ourselves
+            # so every transaction boundary is explicit and visible here.
+            conn = sqlite3.connect(str(path), isolation_level=None)
+        # Before anything else: even the version check must wait out a writer.
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    @staticmethod
+    def _check_version(conn: sqlite3.Connection, path: Path) -> None:
+        # Reading user_version writes nothing, so a refused store stays byte-identical.
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise DocsumError(f"{path}: not a docsum store ({exc})") from exc
+        if version > len(MIGRATIONS):
+            raise StoreVersionError(
+                f"{path}: written by a newer docsum (schema v{version}, this one knows up to "
+                f"v{len(MIGRATIONS)}); upgrade docsum"
+            )
+
+    @staticmethod
+    def _configure_writer(conn: sqlite3.Connection) -> None:
+        # journal_mode is persistent in the file; only switch when needed so an
+        # open next to a running build does not ask for an exclusive lock.
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        # MIGRATIONS is looked up at call time (tests substitute their own list).
+        migrations = MIGRATIONS
+        while True:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version >= len(migrations):
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                # Re-read under the write lock: another process opening the
+                # same store at the same time may have migrated meanwhile.
+                current = conn.execute("PRAGMA user_version").fetchone()[0]
+                if current == version:
+                    for statement in _split_statements(migrations[version]):
+                        conn.execute(statement)
+                    # PRAGMA takes no bound parameters; the value is our own int.
+                    conn.execute(f"PRAGMA user_version = {version + 1:d}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    # ------------------------------------------------------------------ lifetime
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise DocsumError(f"{self.path}: store is closed")
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: all of it commits or none of it does.
+
+        BaseException, not Exception: a KeyboardInterrupt or asyncio
+        cancellation in the middle must roll back too.
+        """
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            # SQLite may already have rolled back by itself (e.g. disk full).
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ documents
+
+    def list_documents(self, with_embeddings: bool = False) -> list[DocumentRecord]:
+        """All documents ordered by path (then root)."""
+        columns = _DOC_COLUMNS if with_embeddings else _DOC_COLUMNS_NO_EMB
+        rows = self.conn.execute(f"SELECT {columns} FROM documents ORDER BY path, root").fetchall()
+        return [_row_to_document(r) for r in rows]
+
+    def find_documents(self, ref: str) -> list[DocumentRecord]:
+        """Candidates for `ref`, most specific rule first; see get_document.
+
+        Lets the CLI explain an ambiguous reference instead of just "not found".
+        """
+        ref = ref.strip()
+        if not ref:
+            return []
+        conn = self.conn
+        row = conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE doc_id = ?", (ref,)).fetchone()
+        if row is not None:
+            return [_row_to_document(row)]
+
+        norm = ref.replace(os.sep, "/") if os.sep != "/" else ref
+        if os.path.isabs(ref):
+            # An absolute path names root + path exactly.
+            rows = conn.execute(
+                f"SELECT {_DOC_COLUMNS} FROM documents WHERE root || '/' || path = ? ORDER BY path, root",
+                (norm,),
+            ).fetchall()
+            return [_row_to_document(r) for r in rows]
+        while norm.startswith("./"):
+            norm = norm[2:]
+        rows = conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE path = ? ORDER BY path, root", (norm,)
+        ).fetchall()
+        if rows:
+            return [_row_to_document(r) for r in rows]
+        # Suffix on a path-component boundary: "b.pdf" matches "x/b.pdf" but
+        # not "xb.pdf". substr with a negative start counts characters, like len().
+        suffix = "/" + norm
+        rows = conn.execute(
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE substr(path, ?) = ? ORDER BY path, root",
+            (-len(suffix), suffix),
+        ).fetchall()
+        return [_row_to_document(r) for r in rows]
+
+    def get_document(self, ref: str) -> DocumentRecord | None:
+        """The document `ref` names: its doc_id, its stored path (exact), an
+        absolute path (root/path), or a unique path suffix on a '/' boundary.
+        None when nothing or more than one document matches."""
+        found = self.find_documents(ref)
+        return found[0] if len(found) == 1 else None
+
+    def put_document(self, doc: DocumentRecord, nodes: list[NodeRecord]) -> None:
+        """Insert or replace a document and all its nodes in ONE transaction,
+        and clear any recorded failure for its (root, path).
+
+        added_at is kept from the stored row when replacing (unless given);
+        updated_at is always now.
+        """
+        for node in nodes:
+            if node.doc_id != doc.doc_id:
+                raise ValueError(f"node {node.seq} belongs to {node.doc_id}, not {doc.doc_id}")
+        embedding = None if doc.embedding is None else _encode_embedding(doc.embedding)
+        now = _now()
+        with self._write() as conn:
+            existing = conn.execute(
+                "SELECT root, path, added_at FROM documents WHERE doc_id = ?", (doc.doc_id,)
+            ).fetchone()
+            if existing is not None and (existing[0], existing[1]) != (doc.root, doc.path):
+                # 48-bit ids make this astronomically unlikely, but silently
+                # overwriting another document would be far worse than an error.
+                raise DocsumError(
+                    f"doc_id {doc.doc_id} of {doc.root}/{doc.path} already names {existing[0]}/{existing[1]}"
+                )
+            added_at = doc.added_at or (existing[2] if existing is not None else now)
+            conn.execute(
+                f"""
+                INSERT INTO documents ({_DOC_COLUMNS}) VALUES ({", ".join("?" * 18)})
+                ON CONFLICT(doc_id) DO UPDATE SET
+                    path = excluded.path, root = excluded.root, size = excluded.size,
+                    mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, title = excluded.title,
+                    kind = excluded.kind, token_count = excluded.token_count,
+                    page_count = excluded.page_count, split_fingerprint = excluded.split_fingerprint,
+                    summary_fingerprint = excluded.summary_fingerprint, summary = excluded.summary,
+                    summary_model = excluded.summary_model, embedding = excluded.embedding,
+                    embedding_model = excluded.embedding_model, added_at = excluded.added_at,
+                    updated_at = excluded.updated_at
+                """,
+                (
+                    doc.doc_id, doc.path, doc.root, doc.size, doc.mtime_ns, doc.sha256, doc.title,
+                    doc.kind, doc.token_count, doc.page_count, doc.split_fingerprint,
+                    doc.summary_fingerprint, doc.summary, doc.summary_model, embedding,
+                    doc.embedding_model if embedding is not None else None, added_at, now,
+                ),
+            )  # fmt: skip
+            # Replace, not merge: a re-split document may have fewer nodes.
+            conn.execute("DELETE FROM nodes WHERE doc_id = ?", (doc.doc_id,))
+            for node in nodes:
+                # Row by row (not executemany over a generator) so an error in
+                # any node surfaces here, inside the transaction, and rolls back.
+                conn.execute(
+                    "INSERT INTO nodes (doc_id, seq, text, start_char, end_char, pages, token_count) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        node.doc_id,
+                        node.seq,
+                        node.text,
+                        node.start_char,
+                        node.end_char,
+                        json.dumps([int(p) for p in node.pages]),
+                        node.token_count,
+                    ),
+                )
+            conn.execute("DELETE FROM failures WHERE root = ? AND path = ?", (doc.root, doc.path))
+
+    def update_embedding(self, doc_id: str, embedding: np.ndarray, model: str) -> None:
+        """Set a document's summary embedding. KeyError if there is no such document."""
+        blob = _encode_embedding(embedding)
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE documents SET embedding = ?, embedding_model = ? WHERE doc_id = ?",
+                (blob, model, doc_id),
+            )
+            if cur.rowcount == 0:
+                raise KeyError(doc_id)
+
+    def remove_document(self, doc_id: str) -> bool:
+        """Delete a document (its nodes go with it). False if it was not there."""
+        with self._write() as conn:
+            cur = conn.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+            return cur.rowcount > 0
+
+    def nodes_for(self, doc_ids: list[str]) -> dict[str, list[NodeRecord]]:
+        """Nodes of each requested document in seq order; [] for unknown ids."""
+        result: dict[str, list[NodeRecord]] = {doc_id: [] for doc_id in doc_ids}
+        unique = list(result)
+        for start in range(0, len(unique), _IN_CHUNK):
+            chunk = unique[start : start + _IN_CHUNK]
+            rows = self.conn.execute(
+                "SELECT doc_id, seq, text, start_char, end_char, pages, token_count FROM nodes "
+                f"WHERE doc_id IN ({', '.join('?' * len(chunk))}) ORDER BY doc_id, seq",
+                chunk,
+            ).fetchall()
+            for row in rows:
+                result[row[0]].append(_row_to_node(row))
+        return result
+
+    def summary_matrix(self) -> tuple[list[str], np.ndarray | None, str | None]:
+        """doc_ids (ordered by path) and their summary embeddings stacked as a
+        float32 matrix, with the embedding model.
+
+        The matrix is None when any document lacks an embedding, when the
+        dimensions differ, or when the embeddings come from different models
+        (mixing vector spaces would rank nonsense). The model is the one model
+        all stored embeddings share, else None; callers use it to tell whether
+        the query must be embedded with the same model.
+        """
+        rows = self.conn.execute(
+            "SELECT doc_id, embedding, embedding_model FROM documents ORDER BY path, root"
+        ).fetchall()
+        doc_ids = [r[0] for r in rows]
+        if not rows:
+            return doc_ids, None, None
+        models = {r[2] for r in rows if r[1] is not None}
+        model = next(iter(models)) if len(models) == 1 else None
+        if any(r[1] is None for r in rows) or len(models) != 1:
+            return doc_ids, None, model
+        vectors = [np.frombuffer(r[1], dtype="<f4") for r in rows]
+        if len({v.shape for v in vectors}) != 1:
+            return doc_ids, None, model
+        return doc_ids, np.stack(vectors).astype(np.float32, copy=False), model
+
+    # ------------------------------------------------------------------ failures
+
+    def record_failure(self, root: str, path: str, error: str) -> None:
+        """Remember that (root, path) failed; attempts counts consecutive runs."""
+        now = _now()
+        with self._write() as conn:
+            conn.execute(
+                """
+                INSERT INTO failures (root, path, error, attempts, first_seen, last_seen)
+                VALUES (?, ?, ?, 1, ?, ?)
+                ON CONFLICT(root, path) DO UPDATE SET
+                    error = excluded.error, attempts = attempts + 1, last_seen = excluded.last_seen
+                """,
+                (root, path, error, now, now),
+            )
+
+    def failures(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT root, path, error, attempts, first_seen, last_seen FROM failures ORDER BY root, path"
+        ).fetchall()
+        keys = ("root", "path", "error", "attempts", "first_seen", "last_seen")
+        return [dict(zip(keys, r)) for r in rows]
+
+    def clear_failure(self, root: str, path: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM failures WHERE root = ? AND path = ?", (root, path))
+
+    # ------------------------------------------------------------------ runs and usage
+
+    def start_run(self, kind: str, settings: dict[str, Any]) -> int:
+        """Record the start of a build/ask run; returns its id. Secret-looking
+        settings keys are dropped (second guard, see _SECRET_KEY)."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "INSERT INTO runs (kind, started_at, status, settings) VALUES (?, ?, 'running', ?)",
+                (kind, _now(), _dumps(_scrub_settings(settings))),
+            )
+            return int(cur.lastrowid or 0)
+
+    def record_call(
+        self,
+        run_id: int,
+        kind: str,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        seconds: float,
+        ok: bool,
+    ) -> None:
+        """One LLM/embedding call. Committed at once, so usage survives a crash."""
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO calls (run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok, at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, kind, model, int(prompt_tokens), int(completion_tokens), float(seconds), int(ok), _now()),
+            )
+
+    def finish_run(self, run_id: int, status: str, usage: dict[str, Any], documents: dict[str, Any]) -> None:
+        """Close a run. llm_calls / prompt_tokens / completion_tokens come from
+        `usage` when present, else are summed from the run's recorded calls."""
+        with self._write() as conn:
+            n, p, c = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0) "
+                "FROM calls WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()
+            cur = conn.execute(
+                "UPDATE runs SET finished_at = ?, status = ?, llm_calls = ?, prompt_tokens = ?, "
+                "completion_tokens = ?, usage = ?, documents = ? WHERE id = ?",
+                (
+                    _now(),
+                    status,
+                    int(usage.get("llm_calls", n)),
+                    int(usage.get("prompt_tokens", p)),
+                    int(usage.get("completion_tokens", c)),
+                    _dumps(_scrub_settings(usage)),
+                    _dumps(documents),
+                    run_id,
+                ),
+            )
+            if cur.rowcount == 0:
+                raise KeyError(run_id)
+
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]:
+        """Most recent runs first, JSON columns decoded."""
+        rows = self.conn.execute(
+            "SELECT id, kind, started_at, finished_at, status, settings, llm_calls, prompt_tokens, "
+            "completion_tokens, usage, documents FROM runs ORDER BY id DESC LIMIT ?",
+            (int(limit),),
+        ).fetchall()
+        out: list[dict[str, Any]] = []
+        for r in rows:
+            out.append(
+                {
+                    "id": r[0],
+                    "kind": r[1],
+                    "started_at": r[2],
+                    "finished_at": r[3],
+                    "status": r[4],
+                    "settings": json.loads(r[5]),
+                    "llm_calls": r[6],
+                    "prompt_tokens": r[7],
+                    "completion_tokens": r[8],
+                    "usage": json.loads(r[9]),
+                    "documents": json.loads(r[10]),
+                }
+            )
+        return out
+
+    def calls(self, run_id: int) -> list[dict[str, Any]]:
+        """The recorded calls of one run, in order."""
+        rows = self.conn.execute(
+            "SELECT kind, model, prompt_tokens, completion_tokens, seconds, ok, at FROM calls "
+            "WHERE run_id = ? ORDER BY id",
+            (run_id,),
+        ).fetchall()
+        keys = ("kind", "model", "prompt_tokens", "completion_tokens", "seconds", "ok", "at")
+        return [dict(zip(keys, (*r[:5], bool(r[5]), r[6]))) for r in rows]
+
+    # ------------------------------------------------------------------ meta and health
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        """A store-level setting (any JSON value), or `default` if unset."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Set a store-level setting; `value` must be JSON-serialisable."""
+        encoded = json.dumps(value, sort_keys=True)  # no default=str: fail loudly, it must round-trip
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, encoded),
+            )
+
+    def integrity_ok(self) -> bool:
+        """PRAGMA quick_check (O(N), unlike integrity_check's index cross-checks)."""
+        try:
+            rows = self.conn.execute("PRAGMA quick_check").fetchall()
+        except sqlite3.DatabaseError:
+            return False
+        return [tuple(r) for r in rows] == [("ok",)]
+
+
+class BuildLock:
+    """Only one build per store at a time.
+
+    fcntl.flock on a side file: the kernel drops the lock when the holder's
+    process dies, even by SIGKILL, so a leftover lock file never blocks anyone.
+    The file is never deleted (deleting would let two processes lock two
+    different inodes under the same name); its content, who holds it, is only
+    informational and read best-effort. Readers (ask) do not take the lock:
+    SQLite's WAL already gives them consistent snapshots.
+    """
+
+    POLL_SECONDS = 0.1
+
+    def __init__(self, store_path: Path, wait_seconds: float = 0.0) -> None:
+        self.store_path = Path(store_path)
+        self.path = self.store_path.with_suffix(".lock")
+        self.wait_seconds = max(0.0, float(wait_seconds))
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> None:
+        if self._fd is not None:
+            return
+        deadline = time.monotonic() + self.wait_seconds
+        with _private_umask():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            # os.open makes the fd non-inheritable (PEP 446): a child process
+            # (a PDF helper, say) must not keep the lock alive after we die.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise StoreLockedError(self._locked_message()) from None
+                time.sleep(min(self.POLL_SECONDS, remaining))
+                continue
+            except BaseException:
+                os.close(fd)
+                raise
+            # Someone may have deleted/replaced the file between open and lock;
+            # a lock on an unlinked inode protects nothing, so start over.
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            self._fd = fd
+            break
+        self._write_holder_info()
+
+    def _write_holder_info(self) -> None:
+        assert self._fd is not None
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": _now(),
+            "argv0": sys.argv[0] if sys.argv else "",
+        }
+        data = json.dumps(info).encode("utf-8")
+        try:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, data, 0)
+        except OSError:
+            pass  # informational only; the flock is what excludes other builds
+
+    def read_holder(self) -> dict[str, Any] | None:
+        """Who holds (or last held) the lock, if the file says so."""
+        try:
+            info = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            # Missing, empty (released or being written) or partial: unknown.
+            return None
+        return info if isinstance(info, dict) else None
+
+    def _locked_message(self) -> str:
+        info = self.read_holder()
+        if not info or "pid" not in info:
+            return f"store {self.store_path} is locked by another build; try --wait SECONDS"
+        return (
+            f"store {self.store_path} is locked by a build running as pid {info.get('pid')} "
+            f"on {info.get('host', '?')} since {info.get('started_at', '?')}; try --wait SECONDS"
+        )
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            # Empty the holder info first so nobody reads a stale pid after us.
+            os.ftruncate(fd, 0)
+        except OSError:
+            pass
+        finally:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+    def __enter__(self) -> BuildLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()

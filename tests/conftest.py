@@ -1,0 +1,47 @@
+"""Shared pytest fixtures for docsum's tests."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# tests/ is not a package; make the helper importable as `fakeopenai` under
+# every pytest import mode (importlib mode does not touch sys.path itself).
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from fakeopenai import FakeOpenAI  # noqa: E402
+
+# Every variable docsum reads from the environment: a developer's shell
+# settings must never leak into a test (or send a test's prompts to a real server).
+_DOCSUM_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "DOCSUM_API_KEY",
+    "DOCSUM_STORE",
+    "DOCSUM_CONFIG",
+    "DOCSUM_MODEL",
+    "DOCSUM_EMBED_MODEL",
+)
+
+
+@pytest.fixture(autouse=True)
+def docsum_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh DOCSUM_HOME per test, with every other docsum setting unset."""
+    home = tmp_path / "docsum_home"
+    home.mkdir()
+    monkeypatch.setenv("DOCSUM_HOME", str(home))
+    for name in _DOCSUM_ENV:
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeOpenAI]:
+    """A started FakeOpenAI on 127.0.0.1; stopped after the test."""
+    with FakeOpenAI() as fake:
+        yield fake
