@@ -254,6 +254,16 @@ def config_show(*, common: Common) -> int:
     return ExitCode.OK
 
 
+def _register_eval() -> None:
+    # Its own module: eval pulls in the evaluation code, which other commands never need.
+    from cli.eval_cmd import eval_command
+
+    app.command("eval")(eval_command)
+
+
+_register_eval()
+
+
 def run() -> None:
     app()
 

@@ -147,7 +147,7 @@ async def ask(
         docs = store.list_documents(with_embeddings=True)
         if not docs:
             return _empty(question, options, "the store has no documents; run `docsum build PATH` first", engine=llm.metadata.engine)
-        entries = [SummaryEntry(d.doc_id, d.path, d.summary, d.embedding, d.embedding_model) for d in docs]
+        entries = [SummaryEntry(d.doc_id, d.path, d.summary, d.embedding, d.embedding_model, d.title) for d in docs]
         with track_calls() as calls:
             result = await _answer(store, llm, question, options, synth, entries, explain)
             if result.stream is not None:

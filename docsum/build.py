@@ -25,6 +25,7 @@ from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.llm import LLM, estimated_cost, track_calls
 from docsum.load import FoundFile, LoadedDocument, discover, load_file
 from docsum.prompts import DEFAULT_SUMMARY_QUERY, SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
+from docsum.retrieve import summary_index_text
 from docsum.schema import CallRecord, Usage
 from docsum.split import split_document
 from docsum.store import BuildLock, DocumentRecord, NodeRecord, Store, make_doc_id
@@ -137,6 +138,7 @@ def fingerprints(llm: LLM, options: BuildOptions) -> tuple[str, str]:
     summary_fp = _fingerprint(
         {
             "engine": meta.engine,
+            "engine_version": getattr(llm, "version", ""),
             "model": meta.model,
             "template": template.template,
             "system": template.system,
@@ -144,6 +146,7 @@ def fingerprints(llm: LLM, options: BuildOptions) -> tuple[str, str]:
             "window": meta.context_window,
             "output": meta.num_output,
             "embed": meta.embed_model,
+            "index_text": 2,  # what is embedded: file name + title + summary
         }
     )
     return split_fp, summary_fp
@@ -323,7 +326,7 @@ class Builder:
                 summary = summary.strip()
                 if not summary:
                     raise LLMError("the model returned an empty summary")
-                embedding, embed_model = await self._embed(summary)
+                embedding, embed_model = await self._embed(summary_index_text(rel, loaded.title, summary))
         except LLMError as exc:
             self.store.record_failure(root, rel, f"summary failed: {exc}")
             return FileOutcome(rel, "failed", f"summary failed: {exc}")
@@ -356,17 +359,17 @@ class Builder:
             prompt_tokens=sum(c.prompt_tokens for c in calls), warnings=loaded.warnings,
         )
 
-    async def _embed(self, summary: str) -> tuple[Any, str]:
+    async def _embed(self, text: str) -> tuple[Any, str]:
         model = self.llm.metadata.embed_model
         if model == LEXICAL_EMBED_MODEL:
-            return lexical_vectors([summary])[0], LEXICAL_EMBED_MODEL
+            return lexical_vectors([text])[0], LEXICAL_EMBED_MODEL
         try:
-            return (await self.llm.aembed([summary]))[0], model
+            return (await self.llm.aembed([text]))[0], model
         except LLMError as exc:
             # Summaries are the expensive part; do not throw one away because the
             # embedding endpoint failed. Lexical vectors keep retrieval working.
             log.warning("embedding failed (%s); storing lexical vectors for this summary", exc)
-            return lexical_vectors([summary])[0], LEXICAL_EMBED_MODEL
+            return lexical_vectors([text])[0], LEXICAL_EMBED_MODEL
 
 
 async def build(store_path: Path, llm: LLM, options: BuildOptions, reporter: BuildReporter | None = None) -> BuildReport:

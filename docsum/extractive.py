@@ -17,7 +17,7 @@ from typing import Any, AsyncIterator
 
 import numpy as np
 
-from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
+from docsum.lexical import LEXICAL_EMBED_MODEL, key_terms, lexical_vectors, sentences, terms
 from docsum.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.prompts import (
     KIND_CHOICE_SELECT,
@@ -38,6 +38,10 @@ _DOC_BLOCK = re.compile(r"^Document (\d+):\s*$", re.MULTILINE)
 
 
 class ExtractiveLLM(LLM):
+    # Part of the summary fingerprint: bump it when summaries would come out
+    # differently, so stores re-summarize instead of keeping stale ones.
+    version = "3"
+
     def __init__(self, context_window: int | None = None, num_output: int | None = None, concurrency: int = 8) -> None:
         metadata = LLMMetadata(
             model=EXTRACTIVE_MODEL,
@@ -101,10 +105,20 @@ class ExtractiveLLM(LLM):
         return answer
 
     def extract(self, query: str, context: str, order: str = "score") -> str:
-        chosen = _select(query, sentences(context), self.metadata.num_output, self.metadata.tokenizer)
+        budget = self.metadata.num_output
+        names = ""
+        if order == "document":
+            # A summary should say what the document is about by name, which
+            # central sentences alone often do not ("net sales increased...").
+            found = key_terms(context)
+            if found:
+                names = "Key names: " + ", ".join(found) + "."
+                budget -= self.metadata.tokenizer.count(names) + 1
+        chosen = _select(query, sentences(context), max(16, budget), self.metadata.tokenizer)
         if order == "document":
             chosen.sort(key=lambda item: item[0])
-        return " ".join(text for _, text in chosen)
+        body = " ".join(text for _, text in chosen)
+        return f"{names}\n{body}" if names else body
 
     def refine(self, query: str, existing: str, context: str) -> str:
         old = sentences(existing)

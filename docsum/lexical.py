@@ -54,6 +54,8 @@ def terms(text: str) -> list[str]:
     out: list[str] = []
     for match in _WORD.finditer(text.lower()):
         word = match.group(0)
+        if word.endswith(("'s", "’s")):
+            word = word[:-2]  # possessive: "apple's" matches "apple"
         if _CJK.search(word):
             chars = [c for c in word if not c.isspace()]
             out.extend(chars[i] + chars[i + 1] for i in range(len(chars) - 1))
@@ -77,6 +79,32 @@ def sentences(text: str) -> list[str]:
         if block:
             parts.append(block)
     return parts
+
+
+# Capitalised words that name nothing in particular (table headings, dates).
+_GENERIC_NAMES = frozenset(
+    """key names january february march april may june july august september october
+    november december monday tuesday wednesday thursday friday saturday sunday ended
+    months month three six nine twelve net total table item part note notes form act
+    inc page section see the this""".split()
+)
+_NAME = re.compile(r"\b[A-Z][A-Za-z0-9&.-]*[A-Za-z0-9]\b")
+
+
+def key_terms(text: str, limit: int = 12) -> list[str]:
+    """The names a text mentions most: capitalised words that are not sentence
+    openers' stopwords, by frequency. Used to keep a document's identity (its
+    company, place, product names) in an extractive summary."""
+    counts: Counter[str] = Counter()
+    first_seen: dict[str, int] = {}
+    for i, match in enumerate(_NAME.finditer(text)):
+        word = match.group(0).rstrip(".")
+        if len(word) < 3 or word.lower() in STOPWORDS or word.lower() in _GENERIC_NAMES or word.isupper() and len(word) > 6:
+            continue
+        counts[word] += 1
+        first_seen.setdefault(word, i)
+    ranked = sorted(counts, key=lambda w: (-counts[w], first_seen[w]))
+    return [w for w in ranked if counts[w] > 1][:limit]
 
 
 def _bucket(term: str) -> int:

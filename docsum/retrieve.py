@@ -12,6 +12,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -25,6 +26,17 @@ log = logging.getLogger("docsum")
 RETRIEVERS = ("embedding", "llm", "hybrid")
 
 
+def summary_index_text(path: str, title: str, summary: str) -> str:
+    """What represents a document at retrieval time: its file name and title
+    travel with the summary (file names such as `2023_Q3_AAPL.txt` carry facts
+    a summary may leave out). Used both to embed at build time and to show the
+    LLM its choices, so both retrievers see the same thing."""
+    head = f"File: {path}"
+    if title and title.strip() and title.strip() != Path(path).stem:
+        head += f"\nTitle: {title.strip()}"
+    return f"{head}\n{summary.strip()}"
+
+
 @dataclass
 class SummaryEntry:
     doc_id: str
@@ -32,6 +44,11 @@ class SummaryEntry:
     summary: str
     embedding: np.ndarray | None = None
     embedding_model: str | None = None
+    title: str = ""
+
+    @property
+    def index_text(self) -> str:
+        return summary_index_text(self.path, self.title, self.summary)
 
 
 @dataclass
@@ -56,12 +73,21 @@ class Retrieval:
 # ---------------------------------------------------------------------------
 # Parsing LLM choice answers.
 
-_DOC_WORDS = r"(?:doc(?:ument)?s?|documento|dokument|passage|item|文档|文件|文書|ドキュメント|#)"
+_DOC_WORDS = r"(?:doc(?:ument)?s?|documentos?|dokumente?|passages?|items?|文档|文件|文書|ドキュメント|#)"
 _REL_WORDS = r"(?:relevance|relevancia|relevância|pertinence|pertinencia|relevanz|score|rating|相关度|相关性|相關度|関連度|评分|得分|分数)"
 _NUM = r"(\d+(?:\.\d+)?)"
-_DOC_THEN_NUM = re.compile(_DOC_WORDS + r"\s*(?:no\.?|number|nr\.?|n[°º])?\s*[:：#]?\s*(\d+)", re.IGNORECASE)
+_DOC_THEN_NUM = re.compile(
+    r"(?<![^\W\d_])" + _DOC_WORDS + r"\s*(?:no\.?|number|nr\.?|n[°º])?\s*[:：#]?\s*(\d+)(?![\d.]\d)", re.IGNORECASE
+)
 _REL_THEN_NUM = re.compile(_REL_WORDS + r"[^\d\n]{0,20}?" + _NUM, re.IGNORECASE)
-_LEADING_NUM = re.compile(r"^\s*(?:[-*•]\s*)?\(?(\d+)[.)\]:：]?(?=\s|$|[,，(])")
+# "Doc 3 - 8/10", "Doc 2: 9", "Document 4 (7)", "Doc: 2, 9": a score right after a separator.
+_SEPARATED_NUM = re.compile(r"^[\s*_`'\"\]]*(?:[-–—:：=|(（]|[,，、;])\s*[(（\[]?\s*" + _NUM + r"(?![\d.]\d)")
+_OUT_OF_TEN = re.compile(_NUM + r"\s*(?:/\s*10\b|out of 10\b|分)", re.IGNORECASE)
+_LEADING_NUM = re.compile(r"^\s*(?:[-*•]\s*)?\(?(\d+)\s*([.)\]:：]?)(?=\s|$|[,，(])")
+_MORE_NUMS = re.compile(r"^(?:\s*(?:,|，|、|and|&|y|und|et|和|及)\s*(\d+)(?![\d.]\d))+", re.IGNORECASE)
+_NEGATION = re.compile(
+    r"\b(?:not|isn't|irrelevant|unrelated|no relevance|none)\b|不相关|无关|no es relevante|nicht relevant", re.IGNORECASE
+)
 _ANY_NUM = re.compile(_NUM)
 
 
@@ -69,10 +95,13 @@ def parse_choices(answer: str, num_choices: int) -> list[tuple[int, float | None
     """(document number, relevance) pairs from an LLM choice answer.
 
     Accepts JSON (an object with a list of {doc, relevance}, a bare list, or a
-    number→score map), `Doc: 2, Relevance: 9`, `Document 2, relevance score: 9`,
-    numbered lists, `8/10` scores and common non-English labels. Numbers outside
-    1..num_choices are dropped; each number keeps its own score; a repeated
-    number keeps its best score. Order: by relevance, then first mention.
+    number→score map, fenced or not), `Doc: 2, Relevance: 9`, `Document 2,
+    relevance score: 9`, numbered lists, `8/10` scores and common non-English
+    labels. Numbers outside 1..num_choices are dropped (never wrapped); each
+    number keeps its own score, so one unparseable score cannot shift the
+    others; a repeated number keeps its best score. A mention with no score
+    that says "not relevant" is no choice. Order: by relevance, then first
+    mention. Prose with no usable numbers gives [].
     """
     found: dict[int, float | None] = {}
     order: list[int] = []
@@ -92,14 +121,16 @@ def parse_choices(answer: str, num_choices: int) -> list[tuple[int, float | None
             add(doc, rel)
     else:
         for line in answer.splitlines():
-            pair = _parse_line(line)
-            if pair is not None:
-                add(*pair)
-    ranked = sorted(order, key=lambda d: (-(found[d] if found[d] is not None else -1.0), order.index(d)))
+            for doc, rel in _parse_line(line):
+                add(doc, rel)
+    first = {d: i for i, d in enumerate(order)}
+    ranked = sorted(order, key=lambda d: (-(found[d] if found[d] is not None else -1.0), first[d]))
     return [(d, found[d]) for d in ranked]
 
 
 def _clean_score(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
     try:
         score = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -107,29 +138,66 @@ def _clean_score(value: object) -> float | None:
         if not match:
             return None
         score = float(match.group(1))
+    if score != score:  # NaN
+        return None
     return max(0.0, min(10.0, score))
 
 
-def _parse_json_choices(answer: str) -> list[tuple[int, float | None]] | None:
+def _as_doc_number(value: object) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return int(value) if float(value).is_integer() else None
+    match = re.search(r"(\d+)\s*$", str(value).strip())
+    return int(match.group(1)) if match else None
+
+
+_FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
+_CHOICE_KEYS = ("choices", "documents", "docs", "results", "selected", "selection", "answer", "ranking", "passages")
+
+
+def _json_candidates(answer: str) -> list[tuple[str, bool]]:
+    """Texts that may hold the JSON, and whether a bare list is trusted there
+    (only when the JSON is the whole reply or a fenced block: a stray "[1]"
+    inside prose is a citation, not a choice)."""
+    out: list[tuple[str, bool]] = [(m.group(1).strip(), True) for m in _FENCE.finditer(answer)]
     text = answer.strip()
-    if "```" in text:
-        text = re.sub(r"```(?:json)?", "", text)
-    start = min([i for i in (text.find("{"), text.find("[")) if i >= 0], default=-1)
-    if start < 0:
-        return None
-    try:
-        data, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError:
-        return None
+    if "```" in text and not out:
+        text = re.sub(r"```[a-zA-Z]*", "", text).strip()
+    out.append((text, True))
+    brace = text.find("{")
+    if brace > 0:
+        out.append((text[brace:], False))
+    return out
+
+
+def _parse_json_choices(answer: str) -> list[tuple[int, float | None]] | None:
+    for text, whole in _json_candidates(answer):
+        if not text or text[0] not in "{[":
+            continue
+        try:
+            data, _ = json.JSONDecoder().raw_decode(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, list) and not whole:
+            continue
+        result = _choices_from_json(data)
+        if result is not None:
+            return result
+    return None
+
+
+def _choices_from_json(data: object) -> list[tuple[int, float | None]] | None:
     if isinstance(data, dict):
-        for key in ("choices", "documents", "docs", "results", "selected", "answer"):
-            if isinstance(data.get(key), list):
-                data = data[key]
+        lowered = {str(k).lower(): v for k, v in data.items()}
+        for key in _CHOICE_KEYS:
+            if isinstance(lowered.get(key), list):
+                data = lowered[key]
                 break
         else:
-            if all(str(k).strip().isdigit() for k in data):
+            if data and all(str(k).strip().isdigit() for k in data):
                 return [(int(k), _clean_score(v)) for k, v in data.items()]
-            if any(k in data for k in ("doc", "document", "id")):
+            if any(k in lowered for k in ("doc", "document", "id", "doc_id", "number")):
                 data = [data]
             else:
                 return None
@@ -137,46 +205,76 @@ def _parse_json_choices(answer: str) -> list[tuple[int, float | None]] | None:
         return None
     out: list[tuple[int, float | None]] = []
     for item in data:
+        doc: int | None
+        rel: float | None = None
         if isinstance(item, dict):
-            doc = next((item[k] for k in ("doc", "document", "doc_id", "id", "number", "index") if k in item), None)
-            rel = next((item[k] for k in ("relevance", "score", "relevance_score", "rating") if k in item), None)
-            try:
-                out.append((int(str(doc).strip().split()[-1].lstrip("#")), _clean_score(rel) if rel is not None else None))
-            except (ValueError, IndexError):
-                continue
-        elif isinstance(item, (int, float)) or (isinstance(item, str) and item.strip().isdigit()):
-            out.append((int(item), None))
-        elif isinstance(item, list) and len(item) >= 1:
-            try:
-                out.append((int(item[0]), _clean_score(item[1]) if len(item) > 1 else None))
-            except (ValueError, TypeError):
-                continue
+            lowered = {str(k).lower(): v for k, v in item.items()}
+            raw_doc = next((lowered[k] for k in ("doc", "document", "doc_id", "id", "number", "index", "passage") if k in lowered), None)
+            raw_rel = next((lowered[k] for k in ("relevance", "score", "relevance_score", "rating") if k in lowered), None)
+            doc = _as_doc_number(raw_doc)
+            rel = _clean_score(raw_rel) if raw_rel is not None else None
+        elif isinstance(item, list) and item:
+            doc = _as_doc_number(item[0])
+            rel = _clean_score(item[1]) if len(item) > 1 else None
+        else:
+            doc = _as_doc_number(item)
+        if doc is not None:
+            out.append((doc, rel))
     return out
 
 
-def _parse_line(line: str) -> tuple[int, float | None] | None:
-    if not line.strip() or line.lstrip().lower().startswith(("question", "answer:")):
+def _score_in(segment: str) -> float | None:
+    """The relevance stated in the text that follows a document number."""
+    match = _REL_THEN_NUM.search(segment)
+    if match is None:
+        match = _SEPARATED_NUM.match(segment)
+    if match is None:
+        match = _OUT_OF_TEN.search(segment)
+    if match is None:
         return None
-    doc_match = _DOC_THEN_NUM.search(line)
-    if doc_match:
-        doc, after = int(doc_match.group(1)), doc_match.end()
+    return max(0.0, min(10.0, float(match.group(1))))
+
+
+def _parse_line(line: str) -> list[tuple[int, float | None]]:
+    if not line.strip() or line.lstrip().lower().startswith(("question", "answer:")):
+        return []
+    mentions = list(_DOC_THEN_NUM.finditer(line))
+    found: list[tuple[int, float | None]] = []
+    if mentions:
+        for i, match in enumerate(mentions):
+            end = mentions[i + 1].start() if i + 1 < len(mentions) else len(line)
+            segment = line[match.end() : end]
+            word = match.group(0).split()[0].rstrip(":：#").lower() if match.group(0).split() else ""
+            more = _MORE_NUMS.match(segment) if word.endswith(("s", "e", "os")) and word != "#" else None
+            if more:
+                # "Documents 2, 5 and 7": a list of numbers, no scores.
+                numbers = [int(match.group(1))] + [int(n) for n in re.findall(r"\d+", more.group(0))]
+                found.extend((n, None) for n in numbers)
+                continue
+            rel = _score_in(segment)
+            if rel is None and len(mentions) == 1:
+                rel = _score_in_before(line[: match.start()])
+            found.append((int(match.group(1)), rel))
     else:
         lead = _LEADING_NUM.match(line)
         if not lead:
-            return None
-        doc, after = int(lead.group(1)), lead.end()
-    rest = line[after:]
-    rel_match = _REL_THEN_NUM.search(rest)
-    rel: float | None
-    if rel_match:
-        rel = float(rel_match.group(1))
-    else:
-        # "Doc 3 - 8/10" or "3. (9)": the next number after the document number.
-        nums = _ANY_NUM.findall(rest)
-        rel = float(nums[0]) if nums else None
-    if rel is not None:
-        rel = max(0.0, min(10.0, rel))
-    return doc, rel
+            return []
+        segment = line[lead.end() :]
+        rel = _score_in(segment)
+        if rel is None and lead.group(2) in (":", "："):
+            nums = _ANY_NUM.findall(segment)
+            rel = max(0.0, min(10.0, float(nums[0]))) if len(nums) == 1 else None
+        found.append((int(lead.group(1)), rel))
+    if _NEGATION.search(line):
+        # "Doc 1 is not relevant": a mention without a score is no choice.
+        found = [(d, r) for d, r in found if r is not None]
+    return found
+
+
+def _score_in_before(prefix: str) -> float | None:
+    # "Relevance: 9, Doc: 2"
+    match = _REL_THEN_NUM.search(prefix)
+    return max(0.0, min(10.0, float(match.group(1)))) if match else None
 
 
 def format_batch(texts: list[str]) -> str:
@@ -207,7 +305,7 @@ async def score_by_embedding(llm: LLM, query: str, entries: list[SummaryEntry]) 
     dims = {e.embedding.shape[-1] for e in entries if e.embedding is not None}
     if not have_all or len(models) != 1 or len(dims) != 1:
         notes.append("some summaries have no stored embedding; scored all summaries with lexical vectors instead")
-        matrix = lexical_vectors([e.summary for e in entries])
+        matrix = lexical_vectors([e.index_text for e in entries])
         return lexical_scores(lexical_vectors([query])[0], matrix), notes
     model = models.pop()
     matrix = np.vstack([e.embedding for e in entries]).astype(np.float32)  # type: ignore[misc]
@@ -252,7 +350,7 @@ async def choose_with_llm(
     base = template.partial_format(query_str=query)
 
     async def ask(batch: list[SummaryEntry]) -> str:
-        texts = [e.summary for e in batch]
+        texts = [e.index_text for e in batch]
         return await llm.apredict(base, json_mode=True, context_str=format_batch(texts), candidates=texts)
 
     answers = await asyncio.gather(*(ask(b) for b in batches))

@@ -20,7 +20,6 @@ real and trimmed if the estimate was optimistic; this keeps the hard
 from __future__ import annotations
 
 import bisect
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -134,46 +133,75 @@ def _cut(start: int, end: int, cuts: list[int]) -> list[_Span]:
     return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)]
 
 
-def _hard_split(text: str, start: int, end: int, tokenizer: Tokenizer, limit: int) -> list[tuple[int, int, int]]:
+@dataclass(frozen=True)
+class _Budget:
+    """Limits in raw encoder tokens.
+
+    Pieces are counted without the tokenizer's margin and the margin is applied
+    once to a sum (see ``Tokenizer.raw_budget``); ``raw <= limit`` here is
+    exactly ``tokenizer.count(text) <= chunk_size`` for the caller.
+    """
+
+    tokenizer: Tokenizer
+    limit: int
+    overlap: int
+
+    def raw_counts(self, texts: list[str]) -> list[int]:
+        if self.tokenizer.margin:
+            return Tokenizer(self.tokenizer.encoding).count_many(texts)
+        return self.tokenizer.count_many(texts)
+
+    def raw_count(self, text: str) -> int:
+        return len(self.tokenizer.encoding.encode_ordinary(text)) if text else 0
+
+
+def _make_budget(tokenizer: Tokenizer, chunk_size: int, chunk_overlap: int) -> _Budget:
+    return _Budget(tokenizer, tokenizer.raw_budget(chunk_size), tokenizer.raw_budget(chunk_overlap))
+
+
+def _hard_split(text: str, start: int, end: int, budget: _Budget) -> list[tuple[int, int, int]]:
     """Cut an unbreakable run (a long word, CJK without punctuation) by tokens.
 
-    Encodes a bounded window at a time, maps the token at the budget back to a
-    character offset and verifies the resulting piece with a real count.  Only
-    a single character that alone exceeds ``limit`` can yield an oversize piece.
+    Encodes a window sized from the characters-per-token seen so far, maps the
+    token at the budget back to a character offset and verifies the piece with
+    a real count.  Only a single character that alone exceeds the budget can
+    yield an oversize piece.
     """
-    encoding = tokenizer.encoding
-    # Raw (un-inflated) tokens that fit once the margin is applied.
-    raw_budget = max(1, math.floor(round(limit / (1.0 + tokenizer.margin), 6)))
+    encoding = budget.tokenizer.encoding
+    limit = max(1, budget.limit)
     out: list[tuple[int, int, int]] = []
+    chars_per_token = 4.0
     pos = start
     while pos < end:
-        window = min(end - pos, max(64, raw_budget * 8))
+        window = min(end - pos, int(limit * chars_per_token * 1.25) + 16)
         while True:
             ids = encoding.encode_ordinary(text[pos : pos + window])
-            if len(ids) > raw_budget or pos + window >= end:
+            if len(ids) > limit or pos + window >= end:
                 break
             window = min(end - pos, window * 2)
-        if len(ids) <= raw_budget:
-            piece_count = tokenizer.count(text[pos:end])
-            if piece_count <= limit:
-                out.append((pos, end, piece_count))
-                break
+        if len(ids) <= limit:
+            # The window reached the end; the rest is one piece (the window was
+            # the whole remainder, so its count is already exact).
+            out.append((pos, end, len(ids)))
+            break
         # Character offset where each token starts; a token that begins inside
         # a multi-byte character is attributed to that character, so cutting at
         # an offset never splits a character.
         offsets: list[int] = []
         chars = 0
-        for token_bytes in encoding.decode_tokens_bytes(ids[: raw_budget + 1]):
+        for token_bytes in encoding.decode_tokens_bytes(ids[: limit + 1]):
             offsets.append(max(0, chars - (0x80 <= token_bytes[0] < 0xC0)))
             chars += sum(1 for b in token_bytes if not 0x80 <= b < 0xC0)
-        k = min(raw_budget, len(offsets) - 1)
+        k = min(limit, len(offsets) - 1)
         while True:
             cut = max(1, offsets[k]) if k > 0 else 1
-            piece_count = tokenizer.count(text[pos : pos + cut])
-            if piece_count <= limit or cut <= 1:
+            raw = budget.raw_count(text[pos : pos + cut])
+            if raw <= limit or cut <= 1:
                 break
-            k -= 1
-        out.append((pos, pos + cut, piece_count))
+            k -= max(1, raw - limit)
+            k = max(k, 0)
+        out.append((pos, pos + cut, raw))
+        chars_per_token = max(0.25, cut / max(1, raw))
         pos += cut
     return out
 
@@ -185,7 +213,7 @@ def _hard_split(text: str, start: int, end: int, tokenizer: Tokenizer, limit: in
 class _Atoms:
     starts: list[int]
     ends: list[int]
-    counts: list[int]
+    counts: list[int]  # raw tokens
     glue: list[bool]  # True: same packing group as the previous atom (a paragraph that fits)
 
 
@@ -193,12 +221,12 @@ def _refine(
     text: str,
     spans: list[_Span],
     counts: list[int],
-    tokenizer: Tokenizer,
-    limit: int,
+    budget: _Budget,
     cutters: Sequence[_Cutter],
 ) -> tuple[list[_Span], list[int], list[bool]]:
     """Split oversize spans level by level; returns spans, counts and which
     spans came from splitting (those never glue to neighbours)."""
+    limit = budget.limit
     split_flags = [False] * len(spans)
     for cutter in cutters:
         if all(c <= limit for c in counts):
@@ -214,7 +242,7 @@ def _refine(
         if not replaced:
             continue
         # One batched count per level keeps counting linear in the text size.
-        new_counts = iter(tokenizer.count_many([text[s:e] for s, e in pending]))
+        new_counts = iter(budget.raw_counts([text[s:e] for s, e in pending]))
         next_spans: list[_Span] = []
         next_counts: list[int] = []
         next_flags: list[bool] = []
@@ -241,7 +269,7 @@ def _refine(
                 final_counts.append(c)
                 final_flags.append(flag)
                 continue
-            for ps, pe, pc in _hard_split(text, s, e, tokenizer, limit):
+            for ps, pe, pc in _hard_split(text, s, e, budget):
                 final_spans.append((ps, pe))
                 final_counts.append(pc)
                 final_flags.append(True)
@@ -249,7 +277,7 @@ def _refine(
     return spans, counts, split_flags
 
 
-def _document_atoms(text: str, tokenizer: Tokenizer, limit: int) -> _Atoms:
+def _document_atoms(text: str, budget: _Budget) -> _Atoms:
     paragraphs = _cut(0, len(text), _paragraph_cuts(text, 0, len(text)))
     sentences: list[_Span] = []
     para_of: list[int] = []
@@ -257,39 +285,29 @@ def _document_atoms(text: str, tokenizer: Tokenizer, limit: int) -> _Atoms:
         for span in _cut(s, e, _sentence_cuts(text, s, e)):
             sentences.append(span)
             para_of.append(p_idx)
-    counts = tokenizer.count_many([text[s:e] for s, e in sentences])
+    counts = budget.raw_counts([text[s:e] for s, e in sentences])
 
     para_totals = [0] * len(paragraphs)
     for p_idx, c in zip(para_of, counts):
         para_totals[p_idx] += c
 
-    starts: list[int] = []
-    ends: list[int] = []
-    out_counts: list[int] = []
-    glue: list[bool] = []
-    # Refine oversize sentences paragraph by paragraph would mean many small
-    # count_many calls; instead refine all of them together, then stitch.
-    spans, sub_counts, split_flags = _refine(
-        text, sentences, counts, tokenizer, limit, (_phrase_cuts, _word_cuts)
-    )
-    # Map refined spans back to paragraphs by position (spans stay in order).
+    # Oversize sentences of all paragraphs are refined together (one batched
+    # count per level), then mapped back to their paragraphs by position.
+    spans, sub_counts, split_flags = _refine(text, sentences, counts, budget, (_phrase_cuts, _word_cuts))
     para_starts = [s for s, _ in paragraphs]
+    glue: list[bool] = []
     prev_para = -1
-    for (s, e), c, was_split in zip(spans, sub_counts, split_flags):
+    for (s, _), was_split in zip(spans, split_flags):
         p_idx = bisect.bisect_right(para_starts, s) - 1
-        fits = para_totals[p_idx] <= limit
-        starts.append(s)
-        ends.append(e)
-        out_counts.append(c)
-        glue.append(fits and not was_split and p_idx == prev_para)
+        glue.append(para_totals[p_idx] <= budget.limit and not was_split and p_idx == prev_para)
         prev_para = p_idx
-    return _Atoms(starts, ends, out_counts, glue)
+    return _Atoms([s for s, _ in spans], [e for _, e in spans], sub_counts, glue)
 
 
-def _word_atoms(text: str, tokenizer: Tokenizer, limit: int) -> _Atoms:
+def _word_atoms(text: str, budget: _Budget) -> _Atoms:
     words = _cut(0, len(text), _word_cuts(text, 0, len(text)))
-    counts = tokenizer.count_many([text[s:e] for s, e in words])
-    spans, counts, _ = _refine(text, words, counts, tokenizer, limit, ())
+    counts = budget.raw_counts([text[s:e] for s, e in words])
+    spans, counts, _ = _refine(text, words, counts, budget, ())
     return _Atoms([s for s, _ in spans], [e for _, e in spans], counts, [False] * len(spans))
 
 
@@ -305,23 +323,22 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int, str]:
     return start + lead, start + lead + len(stripped), stripped
 
 
-def _pack(
-    text: str, atoms: _Atoms, tokenizer: Tokenizer, limit: int, overlap_limit: int
-) -> list[tuple[int, int, str, int]]:
+def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str, int]]:
     """Greedy packing; returns (start, end, text, real token count) per chunk."""
+    limit, overlap_limit = budget.limit, budget.overlap
     n = len(atoms.counts)
     if n == 0:
         return []
     prefix = [0]
     for c in atoms.counts:
         prefix.append(prefix[-1] + c)
+    # group_end[idx]: one past the last atom of the group containing idx.
     group_end = [0] * n
     nxt = n
     for idx in range(n - 1, -1, -1):
         group_end[idx] = nxt
         if not atoms.glue[idx]:
             nxt = idx
-    # group_end[idx] is the end of the group containing idx.
 
     out: list[tuple[int, int, str, int]] = []
     first = 0  # first atom of the current chunk (overlap included)
@@ -345,7 +362,7 @@ def _pack(
         # Verify with a real count; summed estimates can be a little low.
         while True:
             s, e, piece = _strip_span(text, atoms.starts[first], atoms.ends[stop - 1])
-            real = tokenizer.count(piece)
+            real = budget.raw_count(piece)
             if real <= limit:
                 break
             if stop - 1 > fresh:
@@ -354,8 +371,10 @@ def _pack(
                 first += 1
             else:
                 break  # a single atom that cannot be split further
-        if piece:
-            out.append((s, e, piece, real))
+        # New atoms that are only whitespace (the document's tail) would yield
+        # a chunk lying wholly inside the previous one.
+        if piece and (not out or e > out[-1][1]):
+            out.append((s, e, piece, budget.tokenizer.inflate(real)))
         if stop >= n:
             break
 
@@ -372,7 +391,7 @@ def _pack(
             ov_first += 1
         while ov_first < stop:
             _, _, ov_text = _strip_span(text, atoms.starts[ov_first], atoms.ends[stop - 1])
-            if not ov_text or tokenizer.count(ov_text) <= overlap_limit:
+            if not ov_text or budget.raw_count(ov_text) <= overlap_limit:
                 break
             ov_first += 1
         first = ov_first
@@ -399,9 +418,10 @@ def split_document(
     _validate(chunk_size, chunk_overlap)
     if not text.strip():
         return []
-    atoms = _document_atoms(text, tokenizer, chunk_size)
+    budget = _make_budget(tokenizer, chunk_size, chunk_overlap)
+    atoms = _document_atoms(text, budget)
     chunks: list[Chunk] = []
-    for s, e, piece, count in _pack(text, atoms, tokenizer, chunk_size, chunk_overlap):
+    for s, e, piece, count in _pack(text, atoms, budget):
         chunks.append(Chunk(piece, s, e, _pages_for(text, page_starts, s, e), count))
     return chunks
 
@@ -432,5 +452,6 @@ def split_tokens(text: str, chunk_size: int, chunk_overlap: int, tokenizer: Toke
     _validate(chunk_size, chunk_overlap)
     if not text.strip():
         return []
-    atoms = _word_atoms(text, tokenizer, chunk_size)
-    return [piece for _, _, piece, _ in _pack(text, atoms, tokenizer, chunk_size, chunk_overlap)]
+    budget = _make_budget(tokenizer, chunk_size, chunk_overlap)
+    atoms = _word_atoms(text, budget)
+    return [piece for _, _, piece, _ in _pack(text, atoms, budget)]

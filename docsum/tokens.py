@@ -172,17 +172,32 @@ class Tokenizer:
     def decode(self, ids: list[int]) -> str:
         return self.encoding.decode(ids)
 
-    def _inflate(self, n: int) -> int:
+    def inflate(self, n: int) -> int:
+        """The count reported for ``n`` raw encoder tokens (margin applied)."""
         if not self.margin:
             return n
         # round() first so float noise (10 * 1.1 == 11.000000000000002) does not
         # push ceil() one token too high.
         return math.ceil(round(n * (1.0 + self.margin), 6))
 
+    def raw_budget(self, limit: int) -> int:
+        """The most raw encoder tokens whose inflated count is still <= ``limit``.
+
+        Lets callers sum raw per-piece counts and inflate once: inflating every
+        small piece separately would round each one up (a one-token word would
+        count as two) and waste a large part of every budget.
+        """
+        n = math.floor(limit / (1.0 + self.margin))
+        while self.inflate(n + 1) <= limit:
+            n += 1
+        while n > 0 and self.inflate(n) > limit:
+            n -= 1
+        return max(0, n)
+
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return self._inflate(len(self.encoding.encode_ordinary(text)))
+        return self.inflate(len(self.encoding.encode_ordinary(text)))
 
     def count_many(self, texts: list[str]) -> list[int]:
         if not texts:
@@ -190,9 +205,9 @@ class Tokenizer:
         total_chars = sum(len(t) for t in texts)
         if len(texts) > 1 and total_chars >= _BATCH_MIN_AVG_CHARS * len(texts):
             encoded = self.encoding.encode_ordinary_batch(list(texts))
-            return [self._inflate(len(ids)) for ids in encoded]
+            return [self.inflate(len(ids)) for ids in encoded]
         encode = self.encoding.encode_ordinary
-        return [self._inflate(len(encode(t))) if t else 0 for t in texts]
+        return [self.inflate(len(encode(t))) if t else 0 for t in texts]
 
 
 def _normalise_model(model: str) -> str:

@@ -1,0 +1,91 @@
+"""`docsum eval`: retrieval (and optionally answer) quality on a question set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cli.common import Common, run_async, with_common
+from docsum.errors import ExitCode
+from docsum.evaluate import EvalReport, evaluate, load_questions
+from docsum.llm import estimated_cost
+
+
+@with_common
+def eval_command(
+    questions: Annotated[Path, typer.Argument(help="JSON lines: id, question, answer, gold_docs, kind.", show_default=False)],
+    retriever: Annotated[Optional[str], typer.Option("--retriever", help="embedding | llm | hybrid [default: embedding].")] = None,
+    top_k: Annotated[Optional[int], typer.Option("--top-k", min=1, help="Documents retrieved per question [default: 3].")] = None,
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Also evaluate a plain chunk retriever: 'chunks'.")] = None,
+    answers: Annotated[bool, typer.Option("--answers", help="Also answer every question and grade the answers.")] = False,
+    mode: Annotated[str, typer.Option("--mode", help="Response mode for --answers.")] = "compact",
+    details: Annotated[bool, typer.Option("--details", help="Per-question rows.")] = False,
+    max_questions: Annotated[Optional[int], typer.Option("--max-questions", min=1, help="Only the first N questions.")] = None,
+    *,
+    common: Common,
+) -> int:
+    """Measure how often retrieval finds the gold documents of each question
+    (recall@k, precision@k, MRR, all-found; overall and per kind), optionally
+    beside a chunk-retrieval baseline over the same nodes, and with --answers
+    how often the full answer is right."""
+    items = load_questions(questions)
+    if max_questions:
+        items = items[:max_questions]
+    settings = common.settings
+    llm = common.llm()
+    store_path = common.store_path()
+    env = common.env
+
+    def progress(done: int, total: int) -> None:
+        if env.verbose:
+            env.info(f"docsum: eval {done}/{total}")
+
+    report = run_async(
+        lambda: evaluate(
+            store_path, llm, items,
+            retriever=settings.retriever or "embedding", top_k=settings.top_k, baseline=baseline,
+            answers=answers, mode=mode, batch_size=settings.choice_batch_size, candidates=settings.candidates,
+            progress=progress,
+        )
+    )
+    if report.unresolved:
+        env.error(f"docsum: warning: {len(set(report.unresolved))} gold document(s) are not in the store, e.g. {report.unresolved[0]}")
+    if common.json:
+        env.out_json(report.as_dict(details=details))
+        return ExitCode.OK
+    _print_table(common, report, details, llm.metadata.model)
+    return ExitCode.OK
+
+
+def _print_table(common: Common, report: EvalReport, details: bool, model: str) -> None:
+    env = common.env
+    # The table is the result, so it goes to stdout (colour only on a terminal).
+    console = Console(file=env.stdout, force_terminal=env.stdout_isatty, no_color=not env.color, highlight=False)
+    table = Table(title=f"retrieval, {report.retriever} retriever, top-{report.top_k}")
+    for column in ("system", "kind", "n", "recall@k", "precision@k", "MRR", "all found"):
+        table.add_column(column, justify="right" if column not in ("system", "kind") else "left")
+    for system, kinds in report.summary.items():
+        for kind, m in kinds.items():
+            table.add_row(system, kind, str(m["n"]), f"{m['recall']:.3f}", f"{m['precision']:.3f}", f"{m['mrr']:.3f}", f"{m['all_found']:.3f}")
+    console.print(table)
+    if report.answers:
+        a = report.answers
+        acc = "-" if a["accuracy"] is None else f"{a['accuracy']:.3f}"
+        console.print(f"answers ({a['mode']} mode, graded by {a['grader']}): accuracy {acc} over {a['graded']} question(s); by kind {a['by_kind']}")
+    if details:
+        rows = Table(title="questions")
+        for column in ("id", "kind", "recall", "retrieved", "gold"):
+            rows.add_column(column)
+        for row in report.details:
+            rows.add_row(row["id"], row["kind"], f"{row['summary']['recall']:.2f}", ", ".join(row["retrieved"]), ", ".join(row["gold"]))
+        console.print(rows)
+    usage = report.as_dict()["usage"]
+    cost = estimated_cost(model, usage["prompt_tokens"], usage["completion_tokens"])
+    env.info(
+        f"docsum: {usage['llm_calls']} LLM calls, {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, "
+        f"cost {'unknown' if cost is None else f'${cost:.4f}'}, {report.elapsed_s:.1f}s"
+    )

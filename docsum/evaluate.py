@@ -1,0 +1,288 @@
+"""`docsum eval`: how well summary-first retrieval finds the right documents,
+against a plain chunk retriever over the same nodes, and optionally how good
+the answers are.
+
+Questions come as JSON lines with `id`, `question`, optional `answer`,
+`gold_docs` (file names relative to the built folder) and optional `kind`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from docsum.ask import AskOptions, ask
+from docsum.errors import ConfigError
+from docsum.extractive import judge_by_overlap
+from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_scores, lexical_vectors
+from docsum.llm import LLM, track_calls
+from docsum.prompts import JUDGE_PROMPT
+from docsum.retrieve import SummaryEntry, retrieve
+from docsum.schema import CallRecord, Usage
+from docsum.store import DocumentRecord, Store
+
+
+@dataclass
+class EvalQuestion:
+    id: str
+    question: str
+    gold_docs: list[str]
+    answer: str | None = None
+    kind: str = "single"
+
+
+def load_questions(path: Path) -> list[EvalQuestion]:
+    out: list[EvalQuestion] = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read questions ({exc.strerror or exc})") from exc
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            gold = row["gold_docs"]
+            if isinstance(gold, str):
+                gold = [gold]
+            out.append(
+                EvalQuestion(str(row.get("id", number)), str(row["question"]), [str(g) for g in gold], row.get("answer"), str(row.get("kind") or "single"))
+            )
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{path}:{number}: not a question line ({exc})") from exc
+    if not out:
+        raise ConfigError(f"{path}: no questions")
+    return out
+
+
+def retrieval_metrics(ranked: list[str], gold: set[str], k: int) -> dict[str, float]:
+    """recall@k, precision@k, reciprocal rank and all-found for one question."""
+    top = ranked[:k]
+    hits = len(gold & set(top))
+    rr = next((1.0 / (i + 1) for i, d in enumerate(ranked) if d in gold), 0.0)
+    return {
+        "recall": hits / len(gold) if gold else 0.0,
+        "precision": hits / len(top) if top else 0.0,
+        "mrr": rr,
+        "all_found": 1.0 if gold and gold <= set(top) else 0.0,
+    }
+
+
+def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {"recall": 0.0, "precision": 0.0, "mrr": 0.0, "all_found": 0.0, "n": 0}
+    keys = ("recall", "precision", "mrr", "all_found")
+    out: dict[str, float] = {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in keys}
+    out["n"] = len(rows)
+    return out
+
+
+class _Resolver:
+    """Maps a gold file name to a stored document: exact relative path, else
+    file name, else file stem (so `x.pdf` gold matches a stored `x.txt`)."""
+
+    def __init__(self, docs: list[DocumentRecord]) -> None:
+        self.by_path = {d.path: d.doc_id for d in docs}
+        self.by_name: dict[str, str] = {}
+        self.by_stem: dict[str, str] = {}
+        for d in docs:
+            name = Path(d.path).name
+            self.by_name.setdefault(name, d.doc_id)
+            self.by_stem.setdefault(Path(name).stem, d.doc_id)
+
+    def __call__(self, gold: str) -> str | None:
+        return self.by_path.get(gold) or self.by_name.get(Path(gold).name) or self.by_stem.get(Path(gold).stem)
+
+
+@dataclass
+class EvalReport:
+    retriever: str
+    top_k: int
+    summary: dict[str, dict[str, float]] = field(default_factory=dict)  # system -> kind ("all", "single", ...) -> metrics
+    details: list[dict[str, Any]] = field(default_factory=list)
+    answers: dict[str, Any] | None = None
+    calls: list[CallRecord] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def as_dict(self, details: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "retriever": self.retriever,
+            "top_k": self.top_k,
+            "metrics": self.summary,
+            "answers": self.answers,
+            "usage": Usage.of(self.calls).as_dict(),
+            "unresolved_gold_docs": self.unresolved,
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+        if details:
+            out["questions"] = self.details
+        return out
+
+
+async def chunk_baseline_scores(llm: LLM, store: Store, docs: list[DocumentRecord], questions: list[str]) -> tuple[list[str], np.ndarray]:
+    """Score every node against every question with the same vectors the
+    summaries use (lexical offline, the server's embeddings otherwise).
+    Returns the node → document map and a (questions × nodes) score matrix."""
+    nodes = store.nodes_for([d.doc_id for d in docs])
+    owners: list[str] = []
+    texts: list[str] = []
+    for d in docs:
+        for n in nodes[d.doc_id]:
+            owners.append(d.doc_id)
+            texts.append(n.text)
+    model = next((d.embedding_model for d in docs if d.embedding_model), LEXICAL_EMBED_MODEL)
+    if model == LEXICAL_EMBED_MODEL or llm.metadata.embed_model != model:
+        matrix = lexical_vectors(texts)
+        scores = np.vstack([lexical_scores(q, matrix) for q in lexical_vectors(questions)]) if texts else np.zeros((len(questions), 0))
+        return owners, scores
+    node_vecs = await llm.aembed(texts)
+    query_vecs = await llm.aembed(questions)
+    return owners, query_vecs @ node_vecs.T
+
+
+def rank_documents_by_nodes(owners: list[str], scores: np.ndarray) -> list[str]:
+    """Documents ordered by their best node's score."""
+    best: dict[str, float] = {}
+    for doc, score in zip(owners, scores.tolist()):
+        if score > best.get(doc, float("-inf")):
+            best[doc] = score
+    return [d for d, s in sorted(best.items(), key=lambda item: -item[1]) if s > 0]
+
+
+async def evaluate(
+    store_path: Path,
+    llm: LLM,
+    questions: list[EvalQuestion],
+    *,
+    retriever: str = "embedding",
+    top_k: int = 3,
+    baseline: str | None = None,
+    answers: bool = False,
+    mode: str = "compact",
+    batch_size: int = 10,
+    candidates: int = 20,
+    progress: Callable[[int, int], None] | None = None,
+) -> EvalReport:
+    import time
+
+    started = time.monotonic()
+    if not store_path.exists():
+        raise ConfigError(f"no store at {store_path}; run `docsum build` on the question set's folder first")
+    report = EvalReport(retriever, top_k)
+    with Store.open(store_path, create=False, readonly=True) as store, track_calls() as calls:
+        docs = store.list_documents(with_embeddings=True)
+        if not docs:
+            raise ConfigError(f"the store {store_path} has no documents")
+        resolve = _Resolver(docs)
+        entries = [SummaryEntry(d.doc_id, d.path, d.summary, d.embedding, d.embedding_model, d.title) for d in docs]
+        path_of = {d.doc_id: d.path for d in docs}
+        gold_sets: list[set[str]] = []
+        for q in questions:
+            ids = set()
+            for g in q.gold_docs:
+                doc_id = resolve(g)
+                if doc_id is None:
+                    report.unresolved.append(g)
+                else:
+                    ids.add(doc_id)
+            gold_sets.append(ids)
+
+        done = 0
+        gate = asyncio.Semaphore(max(1, llm.concurrency))
+
+        async def one(i: int, q: EvalQuestion) -> dict[str, Any]:
+            nonlocal done
+            async with gate:
+                found = await retrieve(retriever, llm, q.question, entries, top_k=top_k, batch_size=batch_size, candidates=candidates)
+            chosen = [c.doc_id for c in found.chosen]
+            rest = [c.doc_id for c in found.candidates if c.doc_id not in chosen and c.score is not None and c.score > 0]
+            metrics = retrieval_metrics(chosen + rest, gold_sets[i], top_k)
+            metrics["recall"] = retrieval_metrics(chosen, gold_sets[i], top_k)["recall"]
+            done += 1
+            if progress:
+                progress(done, len(questions))
+            return {"id": q.id, "kind": q.kind, "gold": sorted(path_of[g] for g in gold_sets[i]), "retrieved": [path_of[d] for d in chosen], "summary": metrics}
+
+        rows = await asyncio.gather(*(one(i, q) for i, q in enumerate(questions)))
+        if baseline == "chunks":
+            owners, scores = await chunk_baseline_scores(llm, store, docs, [q.question for q in questions])
+            for i, row in enumerate(rows):
+                ranked = rank_documents_by_nodes(owners, scores[i]) if scores.size else []
+                row["chunks_retrieved"] = [path_of[d] for d in ranked[:top_k]]
+                row["chunks"] = retrieval_metrics(ranked, gold_sets[i], top_k)
+        elif baseline is not None:
+            raise ConfigError(f"unknown baseline {baseline!r}; the one baseline is 'chunks'")
+
+        if answers:
+            report.answers = await _score_answers(store_path, llm, questions, rows, mode, retriever, top_k)
+        report.details = list(rows)
+        report.calls = list(calls)
+
+    systems = ["summary"] + (["chunks"] if baseline == "chunks" else [])
+    for system in systems:
+        per_kind: dict[str, list[dict[str, float]]] = {"all": []}
+        for row in rows:
+            per_kind["all"].append(row[system])
+            per_kind.setdefault(row["kind"], []).append(row[system])
+        report.summary[system] = {kind: aggregate(items) for kind, items in per_kind.items()}  # type: ignore[assignment]
+    report.elapsed_s = time.monotonic() - started
+    return report
+
+
+async def _score_answers(
+    store_path: Path, llm: LLM, questions: list[EvalQuestion], rows: list[dict[str, Any]], mode: str, retriever: str, top_k: int
+) -> dict[str, Any]:
+    """Ask every question in full and grade the answer: an LLM judge when a
+    model is configured, token overlap with the reference otherwise."""
+    use_judge = not llm.metadata.extractive
+    options = AskOptions(mode=mode, retriever=retriever, top_k=top_k)
+
+    async def one(q: EvalQuestion, row: dict[str, Any]) -> None:
+        if not q.answer:
+            row["answer"] = {"skipped": "no reference answer"}
+            return
+        result = await ask(store_path, llm, q.question, options)
+        answer = result.answer
+        if use_judge:
+            verdict = await llm.apredict(JUDGE_PROMPT, json_mode=True, query_str=q.question, reference=q.answer, answer=answer)
+            correct, reason = _parse_verdict(verdict)
+        else:
+            correct, reason = judge_by_overlap(answer, q.answer)
+        row["answer"] = {"text": answer, "status": result.status.value, "correct": correct, "reason": reason}
+
+    await asyncio.gather(*(one(q, r) for q, r in zip(questions, rows)))
+    graded = [r["answer"] for r in rows if "correct" in r.get("answer", {})]
+    by_kind: dict[str, list[bool]] = {}
+    for r in rows:
+        if "correct" in r.get("answer", {}):
+            by_kind.setdefault(r["kind"], []).append(bool(r["answer"]["correct"]))
+    return {
+        "grader": "llm-judge" if use_judge else "token-overlap",
+        "mode": mode,
+        "graded": len(graded),
+        "accuracy": round(sum(1 for g in graded if g["correct"]) / len(graded), 4) if graded else None,
+        "by_kind": {k: round(sum(v) / len(v), 4) for k, v in by_kind.items()},
+    }
+
+
+def _parse_verdict(text: str) -> tuple[bool, str]:
+    import re
+
+    match = re.search(r"\{.*\}", text, re.DOTALL)
+    if match:
+        try:
+            data = json.loads(match.group(0))
+            correct = data.get("correct")
+            if isinstance(correct, str):
+                correct = correct.strip().lower() in ("true", "yes")
+            return bool(correct), str(data.get("reason", ""))[:200]
+        except json.JSONDecodeError:
+            pass
+    lowered = text.strip().lower()
+    return lowered.startswith(("yes", "true", "correct")), "judge reply was not JSON: " + text.strip()[:120]

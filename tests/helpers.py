@@ -1,0 +1,162 @@
+"""Shared helpers for the CLI-level tests: run `docsum` in-process (typer's
+CliRunner) or as a real subprocess, generate documents, read the store, and
+count what a FakeOpenAI server was asked.
+
+Every run goes through the real command line: the LLM is the offline engine or
+a FakeOpenAI server reached through `--base-url`, never a patched client.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+SAMPLE_DOCS = REPO / "sample_data" / "docs"
+# The shared evaluation PDFs live next to the checkout (absent in a bare clone).
+EVAL_PDFS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
+
+PLANTED_KEY = "sk-test-PLANTED-123"
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        """stdout as exactly one JSON document (json.loads refuses trailing data)."""
+        return json.loads(self.stdout)
+
+    def __repr__(self) -> str:  # shown by pytest when an assertion fails
+        return f"CliResult(code={self.code}, stdout={self.stdout[-2000:]!r}, stderr={self.stderr[-2000:]!r})"
+
+
+def run_cli(*args: str | os.PathLike[str], input: str | None = None) -> CliResult:
+    """`docsum ARGS` in this process. The environment is this process's (the
+    autouse `docsum_home` fixture already isolated it; use monkeypatch for more)."""
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    result = CliRunner().invoke(app, [str(a) for a in args], input=input, catch_exceptions=False)
+    return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
+def cli_command(*args: str | os.PathLike[str]) -> list[str]:
+    return [sys.executable, "-m", "cli.main", *(str(a) for a in args)]
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("DOCSUM_FORCE_TTY", None)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def run_cli_subprocess(*args: str | os.PathLike[str], timeout: float = 60, env: dict[str, str] | None = None) -> CliResult:
+    """`docsum ARGS` as a child process with stdin not a terminal."""
+    proc = subprocess.run(
+        cli_command(*args), cwd=REPO, env=env or subprocess_env(), stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=timeout,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def spawn_cli(*args: str | os.PathLike[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start `docsum ARGS` in the background (stdout/stderr piped)."""
+    return subprocess.Popen(
+        cli_command(*args), cwd=REPO, env=env or subprocess_env(), stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def llm_args(fake: Any, model: str = "fake-chat") -> list[str]:
+    """Options pointing docsum at a FakeOpenAI server."""
+    return ["--base-url", fake.base_url, "--model", model]
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def marker(i: int) -> str:
+    return f"DOCMARK{i:03d}"
+
+
+def make_docs(folder: Path, count: int, words: int = 120, start: int = 0) -> list[Path]:
+    """`count` small text files, each carrying a unique marker word so a test
+    can tell which document a prompt was about."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    topics = ["bees", "bridges", "ferries", "orchards", "libraries", "storms", "mills", "canals"]
+    for i in range(start, start + count):
+        topic = topics[i % len(topics)]
+        body = " ".join(f"The {topic} report number {i} says item {j} is fine." for j in range(words // 10))
+        path = folder / f"doc{i:03d}.txt"
+        path.write_text(f"{marker(i)} Notes on {topic}.\n\n{body}\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+# --------------------------------------------------------------------------- the store
+
+
+def store_count(store: Path, table: str = "documents") -> int:
+    """Rows in `table`, read without disturbing a running build (0 if not there yet)."""
+    if not store.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0  # created but not migrated yet
+
+
+def stored_paths(store: Path) -> set[str]:
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5)
+    try:
+        return {r[0] for r in conn.execute("SELECT path FROM documents")}
+    finally:
+        conn.close()
+
+
+def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.02, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------- the fake server
+
+
+def summary_requests(fake: Any) -> list[Any]:
+    """Chat requests that asked for a document summary."""
+    return [r for r in fake.chat_requests()]
+
+
+def requests_per_marker(requests: Iterable[Any], markers: Sequence[str]) -> dict[str, int]:
+    counts = {m: 0 for m in markers}
+    for req in requests:
+        prompt = req.prompt
+        for m in markers:
+            if m in prompt:
+                counts[m] += 1
+    return counts
