@@ -24,7 +24,11 @@ from docsum.synthesize import BaseSynthesizer, ResponseMode, get_response_synthe
 
 log = logging.getLogger("docsum")
 
-MAX_QUESTION_CHARS = 8000
+# Room a question may take in the prompt: at most this share of the context
+# window left after the answer's budget, so the documents still fit beside it.
+MAX_QUESTION_SHARE = 0.5
+# Names the synthesizers fill in themselves; a --var cannot set them.
+RESERVED_VARIABLES = frozenset({"query_str", "context_str", "context_msg", "existing_answer"})
 
 
 @dataclass
@@ -133,8 +137,17 @@ async def ask(
     question = question.strip()
     if not question:
         raise ConfigError("the question is empty")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise ConfigError(f"the question is {len(question)} characters long; the limit is {MAX_QUESTION_CHARS}")
+    meta = llm.metadata
+    limit = int((meta.context_window - meta.num_output) * MAX_QUESTION_SHARE)
+    length = meta.tokenizer.count(question)
+    if length > limit:
+        raise ConfigError(
+            f"the question is {length} tokens long; with a {meta.context_window}-token context window at most "
+            f"{limit} fit beside the documents (shorten it, or set --context-window for a model with a bigger window)"
+        )
+    reserved = sorted(RESERVED_VARIABLES & set(options.variables))
+    if reserved:
+        raise ConfigError(f"--var cannot set {', '.join(reserved)}: docsum fills it in itself")
     synth = make_synthesizer(llm, options, progress)
     # Fail on a template variable without a value before spending anything.
     synth.check_templates(options.variables)

@@ -243,24 +243,35 @@ class OpenAILLM(LLM):
         return self.base_url or "api.openai.com"
 
     def _translate(self, exc: Exception) -> LLMError:
+        return self._scrub(self._translate_raw(exc))
+
+    def _redact(self, text: str) -> str:
+        # Some servers and proxies echo the Authorization header back in their
+        # error text ("Incorrect API key provided: sk-..."); the key must never
+        # reach a terminal or a log. Redact before shortening a message, so a
+        # cut cannot leave a prefix of the key behind.
+        if self._api_key and self._api_key != "no-key-needed":
+            return text.replace(self._api_key, "***")
+        return text
+
+    def _scrub(self, err: LLMError) -> LLMError:
+        text = str(err)
+        redacted = self._redact(text)
+        return err if redacted == text else type(err)(redacted)
+
+    def _translate_raw(self, exc: Exception) -> LLMError:
         import openai
 
         if isinstance(exc, openai.APIStatusError):
-            message = _one_line(_error_message(exc))
-            lowered = message.lower()
-            if exc.status_code in (400, 413) and (
-                "context" in lowered and ("length" in lowered or "window" in lowered)
-                or "maximum context" in lowered
-                or "too many tokens" in lowered
-                or getattr(exc, "code", None) == "context_length_exceeded"
-            ):
+            message = _one_line(self._redact(_error_message(exc)))
+            if _is_context_error(exc):
                 return ContextLengthError(f"prompt too long for {self.metadata.model}: {message}")
             return LLMError(f"LLM server {self._where()} answered {exc.status_code}: {message}")
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(f"LLM server {self._where()} timed out after {self.timeout:g}s (retried {self.max_retries}x)")
         if isinstance(exc, openai.APIConnectionError):
-            return LLMError(f"cannot reach LLM server {self._where()}: {_one_line(str(exc.__cause__ or exc))}")
-        return LLMError(f"LLM request failed: {_one_line(str(exc))}")
+            return LLMError(f"cannot reach LLM server {self._where()}: {_one_line(self._redact(str(exc.__cause__ or exc)))}")
+        return LLMError(f"LLM request failed: {_one_line(self._redact(str(exc)))}")
 
     async def apredict(self, template: PromptTemplate, *, json_mode: bool = False, **values: Any) -> str:
         import openai
@@ -281,8 +292,10 @@ class OpenAILLM(LLM):
                     resp = await self._client().chat.completions.create(**params)
                 except openai.BadRequestError as exc:
                     # Some local servers reject response_format; ask again without
-                    # it and parse the JSON tolerantly instead.
-                    if "response_format" in params and "context" not in str(exc).lower():
+                    # it and parse the JSON tolerantly instead. Only when the
+                    # error is about that option: any other 400 (bad model name,
+                    # prompt too long) must surface, not silently disable JSON mode.
+                    if "response_format" in params and _mentions(exc, "response_format", "json") and not _is_context_error(exc):
                         self._json_mode_supported = False
                         params.pop("response_format")
                         resp = await self._client().chat.completions.create(**params)
@@ -330,18 +343,22 @@ class OpenAILLM(LLM):
             params["stream_options"] = {"include_usage": True}
         parts: list[str] = []
         usage: Any = None
+        opened = False
         async with self.limiter:
             started = time.monotonic()
             try:
                 try:
                     stream = await self._client().chat.completions.create(**params)
                 except openai.BadRequestError as exc:
-                    if "stream_options" in params and "context" not in str(exc).lower():
+                    # As for response_format: retry without the option only when
+                    # the server complained about it.
+                    if "stream_options" in params and _mentions(exc, "stream_options", "include_usage") and not _is_context_error(exc):
                         self._stream_usage_supported = False
                         params.pop("stream_options")
                         stream = await self._client().chat.completions.create(**params)
                     else:
                         raise
+                opened = True
                 async for chunk in stream:
                     if getattr(chunk, "usage", None) is not None:
                         usage = chunk.usage
@@ -352,10 +369,21 @@ class OpenAILLM(LLM):
                             yield piece
             except (openai.OpenAIError, ValueError, OSError) as exc:
                 self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
+                if opened and isinstance(exc, openai.APIConnectionError):
+                    # The server was reached and began answering; "cannot reach"
+                    # would send the user chasing a network problem.
+                    raise self._scrub(
+                        LLMError(
+                            f"stream from {self._where()} broke off after {len(parts)} pieces: "
+                            f"{_one_line(self._redact(str(exc.__cause__ or exc)))}"
+                        )
+                    ) from None
                 raise self._translate(exc) from None
             except Exception as exc:  # httpx2 transport errors mid-stream
                 self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
-                raise LLMError(f"stream from {self._where()} broke off: {_one_line(str(exc)) or type(exc).__name__}") from None
+                raise self._scrub(
+                    LLMError(f"stream from {self._where()} broke off: {_one_line(self._redact(str(exc))) or type(exc).__name__}")
+                ) from None
         self._record_usage(template.kind, messages, "".join(parts), usage, time.monotonic() - started)
 
     async def aembed(self, texts: list[str]) -> np.ndarray:
@@ -405,6 +433,24 @@ def _error_message(exc: Exception) -> str:
         if isinstance(err, str):
             return err
     return str(getattr(exc, "message", "") or exc)
+
+
+def _is_context_error(exc: Exception) -> bool:
+    """A 400/413 saying the prompt is longer than the model's window."""
+    if getattr(exc, "status_code", None) not in (400, 413):
+        return False
+    lowered = _error_message(exc).lower()
+    return bool(
+        "context" in lowered and ("length" in lowered or "window" in lowered)
+        or "maximum context" in lowered
+        or "too many tokens" in lowered
+        or getattr(exc, "code", None) == "context_length_exceeded"
+    )
+
+
+def _mentions(exc: Exception, *words: str) -> bool:
+    text = (_error_message(exc) + " " + str(exc)).lower()
+    return any(w in text for w in words)
 
 
 def _one_line(text: str, limit: int = 200) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from docsum.llm import LLM
 from docsum.prompts import COMPRESS_PROMPT, NO_OUTPUT, RERANK_PROMPT
-from docsum.retrieve import format_batch, parse_choices
+from docsum.retrieve import format_batch, parse_choices, says_none
 from docsum.schema import Node, NodeWithScore
 
 
@@ -51,10 +51,12 @@ async def llm_rerank(
     llm: LLM, query: str, nodes: list[NodeWithScore], top_n: int, batch_size: int = 10
 ) -> tuple[list[NodeWithScore], StepReport]:
     """Score every node with the LLM (batches sent concurrently), keep the best
-    `top_n`. Nodes the LLM leaves out are dropped. If no batch's answer could be
-    parsed the order is kept and the step says so."""
+    `top_n`. Nodes the LLM leaves out (or rates 0) are dropped. A batch whose
+    answer cannot be parsed keeps its nodes, after the rated ones, in their
+    order; if no batch parses the retrieval order is kept and the step says so."""
     if not nodes:
         return [], StepReport("rerank", 0, 0, note="nothing to rerank")
+    batch_size = max(1, batch_size)
     batches = [nodes[i : i + batch_size] for i in range(0, len(nodes), batch_size)]
     base = RERANK_PROMPT.partial_format(query_str=query)
 
@@ -64,24 +66,35 @@ async def llm_rerank(
 
     answers = await asyncio.gather(*(ask(b) for b in batches))
     rescored: list[NodeWithScore] = []
-    parsed_any = False
+    unparsed: list[NodeWithScore] = []
+    failed_batches = 0
     for batch, answer in zip(batches, answers):
         choices = parse_choices(answer, len(batch))
-        parsed_any = parsed_any or bool(choices) or answer.strip().startswith("{")
+        if not choices and not says_none(answer):
+            failed_batches += 1
+            unparsed.extend(batch)
+            continue
         for number, relevance in choices:
+            if relevance is not None and relevance <= 0:
+                continue
             node = batch[number - 1]
             rescored.append(NodeWithScore(node.node, (relevance / 10.0) if relevance is not None else node.score))
-    if not parsed_any:
+    if failed_batches == len(batches):
         kept = nodes[:top_n]
         return kept, StepReport(
             "rerank", len(nodes), len(kept), [n.node.node_id for n in nodes[top_n:]],
-            "the LLM's ratings could not be parsed; kept the retrieval order",
+            f"the LLM's ratings could not be parsed; kept the retrieval order (best {len(kept)})",
         )
+    # Stable: equal ratings keep their retrieval order.
     rescored.sort(key=lambda n: -(n.score if n.score is not None else 0.0))
-    kept = rescored[:top_n]
+    kept = (rescored + unparsed)[:top_n]
     kept_ids = {n.node.node_id for n in kept}
     removed = [n.node.node_id for n in nodes if n.node.node_id not in kept_ids]
     note = f"rated {len(nodes)} node(s) in {len(batches)} batch(es); kept the best {len(kept)}"
+    if failed_batches:
+        note += f"; {failed_batches} batch(es) could not be parsed, their nodes kept after the rated ones"
+    if not kept:
+        note = f"the LLM judged none of the {len(nodes)} node(s) useful for the question"
     return kept, StepReport("rerank", len(nodes), len(kept), removed, note, emptied=not kept)
 
 

@@ -77,7 +77,7 @@ _DOC_WORDS = r"(?:doc(?:ument)?s?|documentos?|dokumente?|passages?|items?|文档
 _REL_WORDS = r"(?:relevance|relevancia|relevância|pertinence|pertinencia|relevanz|score|rating|相关度|相关性|相關度|関連度|评分|得分|分数)"
 _NUM = r"(\d+(?:\.\d+)?)"
 _DOC_THEN_NUM = re.compile(
-    r"(?<![^\W\d_])" + _DOC_WORDS + r"\s*(?:no\.?|number|nr\.?|n[°º])?\s*[:：#]?\s*(\d+)(?![\d.]\d)", re.IGNORECASE
+    r"(?<![A-Za-z])" + _DOC_WORDS + r"\s*(?:no\.?|number|nr\.?|n[°º])?\s*[:：#]?\s*(\d+)(?![\d.]\d)", re.IGNORECASE
 )
 _REL_THEN_NUM = re.compile(_REL_WORDS + r"[^\d\n]{0,20}?" + _NUM, re.IGNORECASE)
 # "Doc 3 - 8/10", "Doc 2: 9", "Document 4 (7)", "Doc: 2, 9": a score right after a separator.
@@ -86,8 +86,10 @@ _OUT_OF_TEN = re.compile(_NUM + r"\s*(?:/\s*10\b|out of 10\b|分)", re.IGNORECAS
 _LEADING_NUM = re.compile(r"^\s*(?:[-*•]\s*)?\(?(\d+)\s*([.)\]:：]?)(?=\s|$|[,，(])")
 _MORE_NUMS = re.compile(r"^(?:\s*(?:,|，|、|and|&|y|und|et|和|及)\s*(\d+)(?![\d.]\d))+", re.IGNORECASE)
 _NEGATION = re.compile(
-    r"\b(?:not|isn't|irrelevant|unrelated|no relevance|none)\b|不相关|无关|no es relevante|nicht relevant", re.IGNORECASE
+    r"\b(?:not (?:\w+ )?(?:relevant|useful|related)|irrelevant|unrelated|no relevance)\b|不相关|无关|no es relevante|nicht relevant",
+    re.IGNORECASE,
 )
+_PLURAL_DOC_WORDS = ("docs", "documents", "documentos", "dokumente", "passages", "items")
 _ANY_NUM = re.compile(_NUM)
 
 
@@ -244,8 +246,8 @@ def _parse_line(line: str) -> list[tuple[int, float | None]]:
         for i, match in enumerate(mentions):
             end = mentions[i + 1].start() if i + 1 < len(mentions) else len(line)
             segment = line[match.end() : end]
-            word = match.group(0).split()[0].rstrip(":：#").lower() if match.group(0).split() else ""
-            more = _MORE_NUMS.match(segment) if word.endswith(("s", "e", "os")) and word != "#" else None
+            word = re.sub(r"[\s\d:：#.]+", " ", match.group(0)).split()
+            more = _MORE_NUMS.match(segment) if word and word[0].lower() in _PLURAL_DOC_WORDS else None
             if more:
                 # "Documents 2, 5 and 7": a list of numbers, no scores.
                 numbers = [int(match.group(1))] + [int(n) for n in re.findall(r"\d+", more.group(0))]
@@ -264,6 +266,9 @@ def _parse_line(line: str) -> list[tuple[int, float | None]]:
         if rel is None and lead.group(2) in (":", "："):
             nums = _ANY_NUM.findall(segment)
             rel = max(0.0, min(10.0, float(nums[0]))) if len(nums) == 1 else None
+        if rel is None and re.search(r"[^\W\d_]", segment):
+            # "1. The question asks about bees.": list numbering of prose, not a choice.
+            return []
         found.append((int(lead.group(1)), rel))
     if _NEGATION.search(line):
         # "Doc 1 is not relevant": a mention without a score is no choice.
@@ -358,17 +363,29 @@ async def choose_with_llm(
     parsed = 0
     for batch, answer in zip(batches, answers):
         choices = parse_choices(answer, len(batch))
-        if choices or _says_none(answer):
+        if choices or says_none(answer):
             parsed += 1
         for number, relevance in choices:
+            if relevance is not None and relevance <= 0:
+                continue  # rated 0 on a 1..10 scale: the LLM is saying "irrelevant"
             picks[batch[number - 1].doc_id] = None if relevance is None else relevance / 10.0
     return picks, parsed, len(batches)
 
 
-def _says_none(answer: str) -> bool:
-    """An explicit empty choice ({"choices": []}) is an answer, not a parse failure."""
+_NONE_CHOSEN = re.compile(
+    r"^\W*(?:none|no (?:document|passage|summary|summarie)s?\b|nothing)\b"
+    r"|\bnone of (?:the|these) (?:documents|passages|summaries)\b",
+    re.IGNORECASE,
+)
+
+
+def says_none(answer: str) -> bool:
+    """An explicit empty choice ({"choices": []}, or prose such as "None of
+    the documents is relevant") is an answer, not a parse failure."""
     parsed = _parse_json_choices(answer)
-    return parsed == []
+    if parsed is not None:
+        return parsed == []
+    return bool(_NONE_CHOSEN.search(answer.strip()))
 
 
 async def retrieve_by_llm(
@@ -409,6 +426,11 @@ async def retrieve_hybrid(
     shortlist.sort(key=lambda e: order[e.doc_id])
     second = await retrieve_by_llm(llm, query, shortlist, top_k, batch_size, via="hybrid")
     second.notes = first.notes + [f"embedding shortlist of {len(shortlist)} for LLM choice"] + second.notes
+    # Documents left off the shortlist are still candidates (for --explain),
+    # with their embedding score and never chosen.
+    for c in first.candidates:
+        if c.doc_id not in shortlist_ids:
+            second.candidates.append(Candidate(c.doc_id, c.path, c.summary, c.score, False, "embedding"))
     return second
 
 

@@ -269,8 +269,19 @@ def _refine(
                 final_counts.append(c)
                 final_flags.append(flag)
                 continue
-            for ps, pe, pc in _hard_split(text, s, e, budget):
-                final_spans.append((ps, pe))
+            # Leading whitespace belongs to a piece but is stripped from any
+            # chunk it starts, so a word that fits without it stays whole (its
+            # count without the whitespace is what matters when it leads a chunk).
+            m = _NON_SPACE.search(text, s, e)
+            core = m.start() if m else e
+            core_count = budget.raw_count(text[core:e])
+            if core_count <= limit:
+                final_spans.append((s, e))
+                final_counts.append(core_count)
+                final_flags.append(flag)
+                continue
+            for k, (ps, pe, pc) in enumerate(_hard_split(text, core, e, budget)):
+                final_spans.append((s if k == 0 else ps, pe))
                 final_counts.append(pc)
                 final_flags.append(True)
         spans, counts, split_flags = final_spans, final_counts, final_flags
@@ -323,27 +334,56 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int, str]:
     return start + lead, start + lead + len(stripped), stripped
 
 
+def _split_further(text: str, start: int, end: int, budget: _Budget) -> list[tuple[int, int, int]]:
+    """Re-split one atom whose estimate fit but whose real, stripped count does not.
+
+    Only the stripped core is cut; the atom's leading whitespace stays with the
+    first part so the atoms keep tiling the text.
+    """
+    m = _NON_SPACE.search(text, start, end)
+    core = m.start() if m else end
+    core_end = core + len(text[core:end].rstrip())
+    if core_end - core <= 1:
+        return [(start, end, budget.raw_count(text[start:end]))]
+    spans = [(core, core_end)]
+    counts = [budget.raw_count(text[core:core_end])]
+    cutters: tuple[_Cutter, ...] = (_sentence_cuts, _phrase_cuts, _word_cuts)
+    spans, counts, _ = _refine(text, spans, counts, budget, cutters)
+    parts = [(s, e, c) for (s, e), c in zip(spans, counts)]
+    s0, e0, c0 = parts[0]
+    parts[0] = (start, e0, c0)
+    s_last, _, c_last = parts[-1]
+    parts[-1] = (parts[-1][0], end, c_last)  # trailing whitespace rides along
+    return parts
+
+
 def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str, int]]:
     """Greedy packing; returns (start, end, text, real token count) per chunk."""
     limit, overlap_limit = budget.limit, budget.overlap
-    n = len(atoms.counts)
-    if n == 0:
+    starts, ends, counts, glue = atoms.starts, atoms.ends, atoms.counts, atoms.glue
+    if not counts:
         return []
-    prefix = [0]
-    for c in atoms.counts:
-        prefix.append(prefix[-1] + c)
-    # group_end[idx]: one past the last atom of the group containing idx.
-    group_end = [0] * n
-    nxt = n
-    for idx in range(n - 1, -1, -1):
-        group_end[idx] = nxt
-        if not atoms.glue[idx]:
-            nxt = idx
+    prefix: list[int] = []
+    group_end: list[int] = []
 
+    def index() -> None:
+        prefix[:] = [0]
+        for c in counts:
+            prefix.append(prefix[-1] + c)
+        # group_end[idx]: one past the last atom of the group containing idx.
+        group_end[:] = [0] * len(counts)
+        nxt = len(counts)
+        for idx in range(len(counts) - 1, -1, -1):
+            group_end[idx] = nxt
+            if not glue[idx]:
+                nxt = idx
+
+    index()
     out: list[tuple[int, int, str, int]] = []
     first = 0  # first atom of the current chunk (overlap included)
     fresh = 0  # first atom not yet in any chunk
-    while fresh < n:
+    while fresh < len(counts):
+        n = len(counts)
         total = prefix[fresh] - prefix[first]
         stop = fresh
         while stop < n:
@@ -360,8 +400,9 @@ def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str
             stop = g_end
 
         # Verify with a real count; summed estimates can be a little low.
+        resplit = False
         while True:
-            s, e, piece = _strip_span(text, atoms.starts[first], atoms.ends[stop - 1])
+            s, e, piece = _strip_span(text, starts[first], ends[stop - 1])
             real = budget.raw_count(piece)
             if real <= limit:
                 break
@@ -370,7 +411,19 @@ def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str
             elif first < fresh:
                 first += 1
             else:
-                break  # a single atom that cannot be split further
+                # One atom whose estimate fit but whose stripped text does not
+                # (BPE counts change at the cut): split it and retry.
+                parts = _split_further(text, starts[fresh], ends[fresh], budget)
+                if len(parts) > 1:
+                    starts[fresh : fresh + 1] = [p[0] for p in parts]
+                    ends[fresh : fresh + 1] = [p[1] for p in parts]
+                    counts[fresh : fresh + 1] = [p[2] for p in parts]
+                    glue[fresh : fresh + 1] = [False] * len(parts)
+                    index()
+                    resplit = True
+                break  # otherwise: a single character; it cannot shrink
+        if resplit:
+            continue
         # New atoms that are only whitespace (the document's tail) would yield
         # a chunk lying wholly inside the previous one.
         if piece and (not out or e > out[-1][1]):
@@ -382,15 +435,15 @@ def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str
         # entire chunk (so every chunk makes progress).
         ov_first = stop
         ov_total = 0
-        while ov_first - 1 > first and ov_total + atoms.counts[ov_first - 1] <= overlap_limit:
+        while ov_first - 1 > first and ov_total + counts[ov_first - 1] <= overlap_limit:
             ov_first -= 1
-            ov_total += atoms.counts[ov_first]
+            ov_total += counts[ov_first]
         next_group = prefix[group_end[stop]] - prefix[stop]
         while ov_first < stop and ov_total + next_group > limit:
-            ov_total -= atoms.counts[ov_first]
+            ov_total -= counts[ov_first]
             ov_first += 1
         while ov_first < stop:
-            _, _, ov_text = _strip_span(text, atoms.starts[ov_first], atoms.ends[stop - 1])
+            _, _, ov_text = _strip_span(text, starts[ov_first], ends[stop - 1])
             if not ov_text or budget.raw_count(ov_text) <= overlap_limit:
                 break
             ov_first += 1
