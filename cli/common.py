@@ -32,6 +32,9 @@ class Common:
     json: bool
 
     def store_path(self) -> Path:
+        if self.index is not None:
+            # Validated even when --store wins: a typo is reported, not ignored.
+            validate_index_name(self.index)
         if self.store:
             return Path(self.store).expanduser()
         if self.index:
@@ -93,8 +96,14 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
                     **{k: v for k, v in kwargs.items() if k in ("chunk_size", "chunk_overlap", "top_k", "retriever", "choice_batch_size", "candidates")},
                 }
             )
+            if settings.api_key:
+                env.secrets.append(str(settings.api_key))
             common = Common(env, settings, picked["store"], picked["index"], picked["json_out"])
             code = func(common=common, **kwargs) or ExitCode.OK
+        except Interrupted as exc:
+            name = "SIGTERM" if exc.exit_code == ExitCode.SIGTERM else "SIGINT"
+            env.error(f"docsum: interrupted by {name}; finished work is saved")
+            code = exc.exit_code
         except DocsumError as exc:
             env.error(f"docsum: error: {exc}")
             code = exc.exit_code

@@ -24,6 +24,9 @@ class Environment:
     quiet: bool = False
     verbose: bool = False
     color: bool = True
+    # Values that must never be printed (the API key). Every line docsum
+    # writes passes through redact(): the last guard, after the LLM layer's own.
+    secrets: list[str] = field(default_factory=list)
 
     @classmethod
     def from_os(cls) -> Environment:
@@ -38,22 +41,30 @@ class Environment:
     def err_console(self) -> Console:
         return Console(file=self.stderr, force_terminal=self.stderr_isatty, no_color=not self.color, highlight=False, soft_wrap=True)
 
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret and len(secret) >= 8:  # a short "key" would mangle ordinary words
+                text = text.replace(secret, "***")
+        return text
+
     def out(self, text: str = "") -> None:
-        self.stdout.write(text + "\n")
+        self.stdout.write(self.redact(text) + "\n")
         self.stdout.flush()
 
     def out_json(self, data: Any) -> None:
-        self.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+        # Redacting inside the serialized text keeps the JSON valid: a key
+        # cannot contain a quote or a backslash, so it is never escaped.
+        self.stdout.write(self.redact(json.dumps(data, ensure_ascii=False, indent=2, default=str)) + "\n")
         self.stdout.flush()
 
     def info(self, text: str) -> None:
         """Progress and notes: stderr, silenced by -q."""
         if not self.quiet:
-            self.stderr.write(text + "\n")
+            self.stderr.write(self.redact(text) + "\n")
             self.stderr.flush()
 
     def error(self, text: str) -> None:
-        self.stderr.write(text + "\n")
+        self.stderr.write(self.redact(text) + "\n")
         self.stderr.flush()
 
 

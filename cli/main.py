@@ -22,9 +22,29 @@ from docsum.schema import ResponseStatus
 from docsum.store import Store
 from docsum.synthesize import ResponseMode
 
+# What `docsum --help` says (the module docstring above is for developers).
+# "\b" keeps click from re-flowing the paragraph that follows it.
+HELP = """Summarize folders of PDFs and text files into a local store, then answer
+questions from the documents whose summaries fit best.
+
+\b
+Start with `docsum build FOLDER`, then `docsum ask "QUESTION"`.
+With no API key and no --base-url, docsum uses its offline extractive engine.
+
+\b
+Exit codes:
+  0    ok
+  1    error
+  2    usage or configuration error
+  3    build finished but some files failed (listed; retried next run)
+  4    the store is locked by another build
+  5    nothing to answer from (empty store, nothing chosen or satisfied)
+  130  interrupted by SIGINT, 143 by SIGTERM (the store stays consistent)
+"""
+
 app = typer.Typer(
     name="docsum",
-    help=__doc__,
+    help=HELP,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,  # never render locals (they can hold an API key)
@@ -147,17 +167,22 @@ def ask(
     progress_to = env.info if env.verbose or explain else None
 
     async def go():  # type: ignore[no-untyped-def]
-        result = await ask_question(store_path, llm, question, options, explain=explain_to, progress=progress_to)
-        await print_answer(env, result, as_json=common.json)
-        await llm.aclose()
-        return result
+        try:
+            result = await ask_question(store_path, llm, question, options, explain=explain_to, progress=progress_to)
+            await print_answer(env, result, as_json=common.json)
+            return result
+        finally:
+            await llm.aclose()
 
     result = run_async(go)
+    if not explain and not common.json:
+        for warning in result.warnings:  # --explain and --json already carry them
+            env.info(f"docsum: warning: {warning}")
     if llm.metadata.extractive and result.status is ResponseStatus.OK and not common.json:
         env.info("docsum: note: extractive answer (sentences quoted from the documents; no language model was used)")
     if result.status is not ResponseStatus.OK:
-        if not common.json:
-            env.error(f"docsum: nothing to answer from: {result.reason}")
+        # One line on stderr, with --json too (stdout still holds only the JSON).
+        env.error(f"docsum: nothing to answer from: {result.reason}")
         return ExitCode.NOTHING_TO_ANSWER
     return ExitCode.OK
 

@@ -36,28 +36,35 @@ class BuildProgress:
         else:
             self.env.info(f"docsum: {total_files} file(s), {to_process} to summarize")
 
+    def _note(self, line: str) -> None:
+        """A line that must not be lost under the bar."""
+        if self.bar is not None:
+            self.bar.console.print(self.env.redact(line), markup=False, highlight=False)
+        else:
+            self.env.error(line)
+
     def file_done(self, outcome: FileOutcome) -> None:
         self.calls += outcome.calls
         self.tokens += outcome.prompt_tokens
         if outcome.action == "failed":
             # Failures are always shown, even with -q: they change the exit code.
-            line = f"docsum: failed {outcome.path}: {outcome.error}"
-            if self.bar is not None:
-                self.bar.console.print(line, markup=False)
-            else:
-                self.env.error(line)
+            again = f" (failed {outcome.attempts} runs in a row)" if outcome.attempts > 1 else ""
+            self._note(f"docsum: failed {outcome.path}: {outcome.error}{again}")
         if not self.enabled:
             return
+        if outcome.action != "failed":
+            for warning in outcome.warnings:
+                self._note(f"docsum: warning: {outcome.path}: {warning}")
+        if outcome.action == "skipped":
+            self._note(f"docsum: skipped {outcome.path}: {outcome.error}")
         if self.bar is not None and self.task is not None:
             self.bar.update(self.task, advance=1, stats=f"{self.calls} LLM calls, {self.tokens} prompt tokens")
             return
-        if outcome.action == "failed":
+        if outcome.action in ("failed", "skipped"):
             return
         detail = ""
         if outcome.action in ("added", "updated", "add", "update"):
             detail = f" ({outcome.nodes} nodes, {outcome.calls} LLM calls)"
-        for warning in outcome.warnings:
-            self.env.info(f"docsum: warning: {outcome.path}: {warning}")
         if outcome.action != "unchanged" or self.env.verbose:
             self.env.info(f"{outcome.action:<9} {outcome.path}{detail}")
 
@@ -97,6 +104,8 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
     )
     if report.failures:
         env.out(f"failed (retried next run): {', '.join(f['path'] for f in report.failures)}")
+    if report.skipped_files:
+        env.out(f"skipped symlinks: {', '.join(f['path'] for f in report.skipped_files)}")
 
 
 def _pages(pages: list[int]) -> str:

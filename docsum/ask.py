@@ -17,7 +17,7 @@ from docsum.errors import ConfigError
 from docsum.llm import LLM, track_calls
 from docsum.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
 from docsum.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
-from docsum.retrieve import Retrieval, SummaryEntry, retrieve
+from docsum.retrieve import RETRIEVERS, Retrieval, SummaryEntry, retrieve
 from docsum.schema import CallRecord, Node, NodeWithScore, Response, ResponseStatus, Usage
 from docsum.store import Store
 from docsum.synthesize import BaseSynthesizer, ResponseMode, get_response_synthesizer, is_meta_answer, planned_calls
@@ -64,6 +64,9 @@ class AskResult:
     sources: list[dict[str, Any]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # What the user should hear about even without --explain: an LLM answer
+    # that could not be parsed, a step that would have removed everything.
+    warnings: list[str] = field(default_factory=list)
     candidates: list[dict[str, Any]] = field(default_factory=list)
     plan: dict[str, Any] = field(default_factory=dict)
     calls: list[CallRecord] = field(default_factory=list)
@@ -93,6 +96,7 @@ class AskResult:
             "sources": self.sources,
             "steps": self.steps,
             "notes": self.notes,
+            "warnings": self.warnings,
             "usage": self.usage.as_dict(),
         }
 
@@ -145,6 +149,12 @@ async def ask(
             f"the question is {length} tokens long; with a {meta.context_window}-token context window at most "
             f"{limit} fit beside the documents (shorten it, or set --context-window for a model with a bigger window)"
         )
+    for name, value in (("--top-k", options.top_k), ("--choice-batch-size", options.choice_batch_size),
+                        ("--candidates", options.candidates), ("--rerank", options.rerank)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{name} must be at least 1, got {value}")
+    if options.retriever not in RETRIEVERS:
+        raise ConfigError(f"unknown retriever {options.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
     reserved = sorted(RESERVED_VARIABLES & set(options.variables))
     if reserved:
         raise ConfigError(f"--var cannot set {', '.join(reserved)}: docsum fills it in itself")
@@ -203,10 +213,12 @@ async def _answer(
     for c in found.candidates:
         first_line = c.summary.strip().splitlines()[0][:100] if c.summary.strip() else ""
         score = "  -  " if c.score is None else f"{c.score:.3f}"
-        say(f"[{'x' if c.chosen else ' '}] {score}  {c.path}: {first_line}")
+        via = f" ({c.via})" if found.retriever == "hybrid" and c.via else ""
+        say(f"[{'x' if c.chosen else ' '}] {score}{via}  {c.path}: {first_line}")
     for note in found.notes:
         say(f"retrieval: {note}")
-    base: dict[str, Any] = {"documents": documents, "candidates": candidates, "notes": list(found.notes)}
+    warnings = [n for n in found.notes if "could not be parsed" in n]
+    base: dict[str, Any] = {"documents": documents, "candidates": candidates, "notes": list(found.notes), "warnings": warnings}
     if not found.chosen:
         reason = "no document was chosen for this question"
         if found.notes:
@@ -219,6 +231,8 @@ async def _answer(
         for rec in by_doc.get(cand.doc_id, []):
             node = Node(rec.text, rec.doc_id, cand.path, rec.seq, tuple(rec.pages), rec.start_char, rec.end_char, rec.token_count)
             nodes.append(NodeWithScore(node, cand.score))
+    if not nodes:
+        return _empty(question, options, "the chosen documents have no text to answer from", **base)
 
     steps: list[StepReport] = []
     if options.cutoff is not None:
@@ -235,17 +249,26 @@ async def _answer(
         steps.append(report)
     for report in steps:
         say(f"{report.step}: {report.before} → {report.after} nodes; {report.note}")
+        if "could not be parsed" in report.note or (report.emptied and nodes):
+            # (A step that removed everything is the reason itself, not a warning.)
+            warnings.append(f"{report.step}: {report.note}")
     base["steps"] = [r.as_dict() for r in steps]
     if not nodes:
-        emptied = next((r.step for r in steps if r.emptied), "a post-retrieval step")
-        return _empty(question, options, f"{emptied} removed every passage", **base)
+        emptied = next((r for r in steps if r.emptied or not r.after), None)
+        reason = "a post-retrieval step removed every passage"
+        if emptied is not None:
+            reason = f"--{emptied.step} removed every passage ({emptied.note})"
+        return _empty(question, options, reason, **base)
 
     tokens = sum(n.node.token_count or llm.metadata.tokenizer.count(n.node.text) for n in nodes)
     planned = planned_calls(synth, question, [n.node.text for n in nodes], **options.variables)
-    planned_total = None if planned is None else planned + (1 if options.polish else 0)
-    plan = {"documents": len(found.chosen), "nodes": len(nodes), "tokens": tokens, "llm_calls": planned_total}
+    # no_text and context_only make no call, so there is nothing to polish.
+    polishing = options.polish and planned != 0
+    planned_total = None if planned is None else planned + (1 if polishing else 0)
+    doc_count = len({n.node.doc_id for n in nodes})
+    plan = {"documents": doc_count, "nodes": len(nodes), "tokens": tokens, "llm_calls": planned_total}
     say(
-        f"plan: {len(found.chosen)} document(s) → {len(nodes)} node(s) → {tokens} tokens → "
+        f"plan: {doc_count} document(s) → {len(nodes)} node(s) → {tokens} tokens → "
         f"{'?' if planned_total is None else planned_total} LLM call(s) in {options.mode} mode"
     )
 
@@ -264,7 +287,7 @@ async def _answer(
     if response.stream is not None:
         result.stream = response.stream
         return result
-    if options.polish and result.answer.strip():
+    if polishing and result.answer.strip():
         await _polish(llm, question, result, nodes, options.stream)
     return result
 

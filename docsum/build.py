@@ -10,17 +10,19 @@ picks up the rest.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from docsum.budget import PromptBudget
-from docsum.errors import LLMError, LoadError
+from docsum.errors import ConfigError, LLMError, LoadError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.llm import LLM, estimated_cost, track_calls
 from docsum.load import FoundFile, LoadedDocument, discover, load_file
@@ -54,12 +56,13 @@ class BuildOptions:
 @dataclass
 class FileOutcome:
     path: str
-    action: str  # added | updated | unchanged | removed | failed | planned
-    error: str = ""
+    action: str  # added | updated | unchanged | removed | failed | skipped; dry run: add | update
+    error: str = ""  # failed: why; skipped: why not followed
     nodes: int = 0
     calls: int = 0
     prompt_tokens: int = 0
     warnings: list[str] = field(default_factory=list)
+    attempts: int = 0  # failed: runs in a row this file has failed (0: not recorded)
 
 
 @dataclass
@@ -72,6 +75,8 @@ class BuildReport:
     dry_run: bool = False
     plan: list[dict[str, Any]] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
+    skipped_files: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
     model: str = ""
 
     @property
@@ -88,6 +93,8 @@ class BuildReport:
             "estimated_cost_usd": estimated_cost(self.model, usage.prompt_tokens, usage.completion_tokens),
             "elapsed_s": round(self.elapsed_s, 3),
             "skipped": self.skipped,
+            "skipped_files": self.skipped_files,
+            "warnings": self.warnings,
         }
         if self.dry_run:
             out["dry_run"] = True
@@ -167,6 +174,20 @@ class _Work:
     existing: DocumentRecord | None
     size: int
     mtime_ns: int
+    # True: the content and the summary settings are unchanged, only the node
+    # split is not: re-split and keep the stored summary (no LLM call).
+    resplit_only: bool = False
+
+
+@dataclass
+class _Reconciled:
+    todo: list[_Work]
+    to_remove: list[DocumentRecord]
+    known: list[FileOutcome]  # unchanged, skipped and discovery failures
+    skipped: dict[str, int]
+    touched: list[tuple[str, int, int]]  # (doc_id, size, mtime_ns): same content, new stat
+    roots: set[str]  # folders whose vanished documents and failures are pruned
+    seen: set[tuple[str, str]]  # (root, relpath) of every file found
 
 
 class Builder:
@@ -181,58 +202,77 @@ class Builder:
         self.budget = PromptBudget(llm.metadata)
 
     # -- deciding what to do ----------------------------------------------
-    def reconcile(self) -> tuple[list[_Work], list[DocumentRecord], list[FileOutcome], dict[str, int]]:
+    def reconcile(self) -> _Reconciled:
         """Split the folder into work to do, documents to remove, and outcomes
-        already known (unchanged files, discovery errors)."""
+        already known (unchanged files, skipped symlinks, discovery errors)."""
         discovery = discover(self.options.paths, follow_symlinks=self.options.follow_symlinks)
         stored = {d.doc_id: d for d in self.store.list_documents()}
         todo: list[_Work] = []
         known: list[FileOutcome] = []
-        seen: set[str] = set()
+        touched: list[tuple[str, int, int]] = []
+        seen_ids: set[str] = set()
+        seen: set[tuple[str, str]] = set()
         for err in discovery.errors:
             known.append(FileOutcome(err.path, "failed", err.reason))
+        for path, reason in discovery.skipped:
+            known.append(FileOutcome(path, "skipped", reason))
         for found in discovery.files:
             root = str(found.root)
             doc_id = make_doc_id(root, found.relpath)
-            seen.add(doc_id)
+            seen_ids.add(doc_id)
+            seen.add((root, found.relpath))
             try:
                 st = os.stat(found.path)
             except OSError as exc:
                 known.append(FileOutcome(found.relpath, "failed", f"cannot stat: {exc.strerror or exc}"))
                 continue
             existing = stored.get(doc_id)
-            if existing is not None and self._unchanged(existing, found.path, st):
+            state = self._classify(existing, found.path, st) if existing is not None else "changed"
+            if state in ("unchanged", "touched"):
                 known.append(FileOutcome(found.relpath, "unchanged"))
+                if state == "touched":
+                    touched.append((doc_id, st.st_size, st.st_mtime_ns))
                 continue
-            todo.append(_Work(found, doc_id, existing, st.st_size, st.st_mtime_ns))
-        roots = {str(p.resolve()) for p in self.options.paths if p.exists()}
-        roots |= {str(p.resolve().parent) for p in self.options.paths if p.is_file()}
+            todo.append(_Work(found, doc_id, existing, st.st_size, st.st_mtime_ns, resplit_only=state == "resplit"))
+        # Only folders given to this build are pruned: building another folder
+        # into the same store must not wipe the first one, and a file named
+        # directly (`docsum build folder/a.txt`) must not remove its siblings.
+        roots = {str(p.resolve()) for p in self.options.paths if p.is_dir()}
         to_remove = []
         if self.options.prune:
-            # Only documents under the roots of this build: building another
-            # folder into the same store must not wipe the first one.
-            to_remove = [d for d in stored.values() if d.doc_id not in seen and d.root in roots]
-        skipped = {"hidden": discovery.skipped_hidden, "unsupported": discovery.skipped_unsupported}
-        return todo, to_remove, known, skipped
+            to_remove = [d for d in stored.values() if d.doc_id not in seen_ids and d.root in roots]
+        skipped = {
+            "hidden": discovery.skipped_hidden,
+            "unsupported": discovery.skipped_unsupported,
+            "symlinks": len(discovery.skipped),
+        }
+        return _Reconciled(todo, to_remove, known, skipped, touched, roots, seen)
 
-    def _unchanged(self, doc: DocumentRecord, path: Path, st: os.stat_result) -> bool:
-        if doc.split_fingerprint != self.split_fp or doc.summary_fingerprint != self.summary_fp:
-            return False
-        if doc.size == st.st_size and doc.mtime_ns == st.st_mtime_ns:
-            return True
+    def _classify(self, doc: DocumentRecord, path: Path, st: os.stat_result) -> str:
+        """unchanged | touched (same content, new mtime) | resplit (only the
+        split settings changed) | changed (content or summary settings)."""
+        if doc.summary_fingerprint != self.summary_fp:
+            return "changed"
         if doc.size != st.st_size:
-            return False
-        # Same size, new mtime (a touch, a copy, a checkout): compare content.
-        try:
-            return sha256_of(path) == doc.sha256
-        except OSError:
-            return False
+            return "changed"
+        if doc.mtime_ns != st.st_mtime_ns:
+            # Same size, new mtime (a touch, a copy, a checkout): compare content.
+            try:
+                if sha256_of(path) != doc.sha256:
+                    return "changed"
+            except OSError:
+                return "changed"  # _process reports why it cannot be read
+        if doc.split_fingerprint != self.split_fp:
+            return "resplit"
+        return "unchanged" if doc.mtime_ns == st.st_mtime_ns else "touched"
 
     # -- doing it -----------------------------------------------------------
     async def run(self) -> BuildReport:
         started = time.monotonic()
         report = BuildReport(str(self.store.path), dry_run=self.options.dry_run, model=self.llm.metadata.model)
-        todo, to_remove, known, report.skipped = self.reconcile()
+        plan = self.reconcile()
+        todo, to_remove, known = plan.todo, plan.to_remove, plan.known
+        report.skipped = plan.skipped
         self.reporter.start(len(todo) + len(known), len(todo))
         for outcome in known:
             self._count(report, outcome)
@@ -256,11 +296,18 @@ class Builder:
         status = "interrupted"
         with track_calls() as calls:
             try:
+                for doc_id, size, mtime_ns in plan.touched:
+                    self.store.touch_document(doc_id, size, mtime_ns)
                 for doc in to_remove:
                     self.store.remove_document(doc.doc_id)
                     outcome = FileOutcome(doc.path, "removed")
                     self._count(report, outcome)
                     self.reporter.file_done(outcome)
+                if self.options.prune:
+                    # A failed file that has since vanished is no longer retried.
+                    for failure in self.store.failures():
+                        if failure["root"] in plan.roots and (failure["root"], failure["path"]) not in plan.seen:
+                            self.store.clear_failure(failure["root"], failure["path"])
                 # Bound documents in memory at once; requests in flight are bounded
                 # separately (and process-wide) by the LLM's own limit.
                 gate = asyncio.Semaphore(max(2, self.llm.concurrency * 2))
@@ -286,7 +333,14 @@ class Builder:
         if outcome.action in report.counts:
             report.counts[outcome.action] += 1
         if outcome.action == "failed":
-            report.failures.append({"path": outcome.path, "error": outcome.error})
+            failure: dict[str, Any] = {"path": outcome.path, "error": outcome.error}
+            if outcome.attempts:
+                failure["attempts"] = outcome.attempts
+            report.failures.append(failure)
+        elif outcome.action == "skipped":
+            report.skipped_files.append({"path": outcome.path, "reason": outcome.error})
+        for warning in outcome.warnings:
+            report.warnings.append({"path": outcome.path, "warning": warning})
 
     async def _load_and_split(self, work: _Work) -> tuple[LoadedDocument, list[Any], str]:
         loaded = await asyncio.to_thread(load_file, work.found.path)
@@ -303,13 +357,43 @@ class Builder:
             loaded, chunks, _ = await self._load_and_split(work)
         except LoadError as exc:
             return FileOutcome(work.found.relpath, "failed", exc.reason)
+        except Exception as exc:  # noqa: BLE001 - same rule as _process
+            return FileOutcome(work.found.relpath, "failed", _unexpected(exc))
+        if work.resplit_only:
+            return FileOutcome(work.found.relpath, action, nodes=len(chunks))
         calls = planned_calls(self.summarizer, self.query, [loaded.text]) or 0
+        return FileOutcome(
+            work.found.relpath, action, nodes=len(chunks), calls=calls,
+            prompt_tokens=self._planned_prompt_tokens(loaded.text, calls),
+        )
+
+    def _planned_prompt_tokens(self, text: str, calls: int) -> int:
+        """Prompt tokens the summary of `text` will send, counted exactly as
+        the engines count a prompt locally (the rendered chat messages with
+        their per-message overhead), so for a document that fits one prompt
+        the plan equals the build. Upper tree levels read the answers of the
+        level below, unknown before they exist: each answer is counted at the
+        full output budget (the server stops there), an upper bound."""
         template = self.template.partial_format(query_str=self.query)
-        parts = self.budget.repack(template, [loaded.text])
-        prompt_tokens = sum(self.budget.prompt_tokens(template) + self.budget.tokenizer.count(p) for p in parts)
-        # Upper tree levels read the level below's answers (each up to the output budget).
-        prompt_tokens += (calls - len(parts)) * (self.budget.prompt_tokens(template) + self.llm.metadata.num_output) if len(parts) > 1 else 0
-        return FileOutcome(work.found.relpath, action, nodes=len(chunks), calls=calls, prompt_tokens=prompt_tokens)
+        parts = self.budget.repack(template, [text]) or [""]
+        tokens = sum(self.llm.count_messages(template.format_messages(context_str=p)) for p in parts)
+        overhead = self.llm.count_messages(template.format_messages(context_str=""))
+        per_answer = self.llm.metadata.num_output
+        room = max(1, self.budget.available(template))
+        remaining = max(0, calls - len(parts))
+        level = len(parts)
+        while remaining > 0 and level > 1:
+            # Same level sizes as synthesize.planned_calls: the answers of
+            # `level` calls, packed into prompts of `room` tokens.
+            upper = min(remaining, max(1, -(-level * per_answer // room)))
+            tokens += upper * overhead + level * (per_answer + 1)  # +1: the blank line joining answers
+            remaining -= upper
+            level = upper
+        return tokens
+
+    def _failed(self, root: str, rel: str, reason: str) -> FileOutcome:
+        attempts = self.store.record_failure(root, rel, reason)
+        return FileOutcome(rel, "failed", reason, attempts=attempts)
 
     async def _process(self, work: _Work) -> FileOutcome:
         rel = work.found.relpath
@@ -317,8 +401,14 @@ class Builder:
         try:
             loaded, chunks, sha = await self._load_and_split(work)
         except LoadError as exc:
-            self.store.record_failure(root, rel, exc.reason)
-            return FileOutcome(rel, "failed", exc.reason)
+            return self._failed(root, rel, exc.reason)
+        except Exception as exc:  # noqa: BLE001
+            # A bug reading one odd file must not cost the other thousand
+            # documents of the run: report it as this file's failure.
+            log.debug("reading %s failed", rel, exc_info=True)
+            return self._failed(root, rel, _unexpected(exc))
+        if work.resplit_only and work.existing is not None:
+            return self._resplit(work, loaded, chunks, sha)
         try:
             with track_calls() as calls:
                 summary = await self.summarizer.aget_response(self.query, [loaded.text])
@@ -328,8 +418,11 @@ class Builder:
                     raise LLMError("the model returned an empty summary")
                 embedding, embed_model = await self._embed(summary_index_text(rel, loaded.title, summary))
         except LLMError as exc:
-            self.store.record_failure(root, rel, f"summary failed: {exc}")
-            return FileOutcome(rel, "failed", f"summary failed: {exc}")
+            return self._failed(root, rel, f"summary failed: {exc}")
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            # A malformed answer the client did not catch: this document failed.
+            log.debug("summarizing %s failed", rel, exc_info=True)
+            return self._failed(root, rel, f"summary failed: {_unexpected(exc)}")
         tok = self.llm.metadata.tokenizer
         record = DocumentRecord(
             doc_id=work.doc_id,
@@ -359,27 +452,78 @@ class Builder:
             prompt_tokens=sum(c.prompt_tokens for c in calls), warnings=loaded.warnings,
         )
 
+    def _resplit(self, work: _Work, loaded: LoadedDocument, chunks: list[Any], sha: str) -> FileOutcome:
+        """Only the split settings changed: new nodes, the stored summary and
+        embedding kept (the summary reads the whole text, not the nodes)."""
+        rel = work.found.relpath
+        current = next((d for d in self.store.find_documents(work.doc_id) if d.doc_id == work.doc_id), None)
+        if current is None:  # removed meanwhile (`docsum remove` does not take the lock)
+            current = work.existing
+            assert current is not None
+        tok = self.llm.metadata.tokenizer
+        record = dataclasses.replace(
+            current,
+            size=work.size,
+            mtime_ns=work.mtime_ns,
+            sha256=sha,
+            token_count=sum(c.token_count for c in chunks) if chunks else tok.count(loaded.text),
+            page_count=len(loaded.page_starts) or None,
+            split_fingerprint=self.split_fp,
+            updated_at="",
+        )
+        nodes = [
+            NodeRecord(work.doc_id, i, c.text, c.start_char, c.end_char, tuple(c.pages), c.token_count)
+            for i, c in enumerate(chunks)
+        ]
+        self.store.put_document(record, nodes)
+        return FileOutcome(rel, "updated", nodes=len(nodes), warnings=loaded.warnings)
+
     async def _embed(self, text: str) -> tuple[Any, str]:
         model = self.llm.metadata.embed_model
         if model == LEXICAL_EMBED_MODEL:
             return lexical_vectors([text])[0], LEXICAL_EMBED_MODEL
         try:
             return (await self.llm.aembed([text]))[0], model
-        except LLMError as exc:
+        except (LLMError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             # Summaries are the expensive part; do not throw one away because the
-            # embedding endpoint failed. Lexical vectors keep retrieval working.
-            log.warning("embedding failed (%s); storing lexical vectors for this summary", exc)
+            # embedding endpoint failed or answered nonsense. Lexical vectors
+            # keep retrieval working.
+            reason = str(exc) if isinstance(exc, LLMError) else _unexpected(exc)
+            log.warning("embedding failed (%s); storing lexical vectors for this summary", reason)
             return lexical_vectors([text])[0], LEXICAL_EMBED_MODEL
+
+
+def _unexpected(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if len(text) > 160:
+        text = text[:159] + "…"
+    return f"unexpected error: {type(exc).__name__}: {text}" if text else f"unexpected error: {type(exc).__name__}"
+
+
+def _check_paths(paths: list[Path]) -> None:
+    """A PATH that does not exist is a usage error, reported before anything
+    is read, locked or pruned (an unmounted share must not look like an
+    empty folder)."""
+    if not paths:
+        raise ConfigError("give at least one folder or file to build from")
+    missing = [str(p) for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise ConfigError(f"no such file or directory: {', '.join(missing)}")
 
 
 async def build(store_path: Path, llm: LLM, options: BuildOptions, reporter: BuildReporter | None = None) -> BuildReport:
     """Reconcile the store at `store_path` with `options.paths`. Holds the
     store's build lock for the whole run (a dry run takes no lock and writes
     nothing)."""
+    _check_paths(options.paths)
     if options.dry_run:
         if not store_path.exists():
-            with Store.open(store_path, create=True) as store:
-                return await Builder(store, llm, options, reporter).run()
+            # Plan against an empty scratch store: a dry run creates nothing.
+            with tempfile.TemporaryDirectory(prefix="docsum-dry-run-") as scratch:
+                with Store.open(Path(scratch) / "plan.sqlite", create=True) as store:
+                    report = await Builder(store, llm, options, reporter).run()
+            report.store = str(store_path)
+            return report
         with Store.open(store_path, create=False, readonly=True) as store:
             return await Builder(store, llm, options, reporter).run()
     with BuildLock(store_path, options.wait_seconds):

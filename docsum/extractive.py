@@ -123,6 +123,16 @@ class ExtractiveLLM(LLM):
     def refine(self, query: str, existing: str, context: str) -> str:
         old = sentences(existing)
         new = [s for s in sentences(context) if s not in old]
+        q = set(terms(query))
+        if q and old:
+            # Only material about the question can improve an answer. Without
+            # this, off-topic sentences won on centrality alone and were
+            # appended, so "refine" changed answers the new context did not
+            # touch. (A query with no content words, such as the summary
+            # query, still refines by centrality.)
+            new = [s for s in new if q & set(terms(s))]
+            if not new:
+                return existing
         chosen = _select(query, old + new, self.metadata.num_output, self.metadata.tokenizer, prefer=len(old))
         if {text for _, text in chosen} <= set(old):
             return existing  # the new material adds nothing better: keep the answer as it was
@@ -225,15 +235,31 @@ def _select(query: str, candidates: list[str], budget: int, tokenizer: Any, pref
         cost = tokenizer.count(text) + 1
         if used + cost > budget:
             if not chosen:
-                # A single over-long sentence: keep its head so the answer is not empty.
-                words = text.split()
-                head = " ".join(words[: max(1, budget * 3 // 4)])
+                # A single over-long sentence: keep its head so the answer is not
+                # empty. Cut by tokens, not words (a word can be several tokens),
+                # so the answer never exceeds the output budget.
+                head = _head_within(text, max(1, budget * 3 // 4), tokenizer)
                 chosen.append((pos, head))
+                chosen_terms.append(bag)
+                used = tokenizer.count(head) + 1
             continue
         chosen.append((pos, text))
         chosen_terms.append(bag)
         used += cost
     return chosen
+
+
+def _head_within(text: str, budget: int, tokenizer: Any) -> str:
+    words = text.split()
+    lo, hi = 1, len(words)
+    # the longest word prefix that fits (at least one word, as before)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if tokenizer.count(" ".join(words[:mid])) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo])
 
 
 def judge_by_overlap(answer: str, reference: str) -> tuple[bool, str]:

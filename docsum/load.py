@@ -1,7 +1,8 @@
 """Find the files a build should read and turn each into plain text.
 
 Nothing here raises for a single bad file: discovery collects problems in
-``Discovery.errors`` and ``load_file`` reports every per-file failure as a
+``Discovery.errors`` (symlinks it will not follow in ``Discovery.skipped``)
+and ``load_file`` reports every per-file failure as a
 ``LoadError`` with a one-line reason, so a build over thousands of files never
 stops because one of them is odd.
 """
@@ -69,6 +70,11 @@ class Discovery:
     skipped_hidden: int = 0
     skipped_unsupported: int = 0
     errors: list[LoadError] = field(default_factory=list)
+    # Symlinks not followed, as (path, reason): outside the root (without
+    # follow_symlinks), loops, dangling links. They are a property of the
+    # tree, not a failure of a document: a build reports them and moves on
+    # (exit 0), and a cron job is not flagged every night because of them.
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -124,6 +130,7 @@ class _Walker:
         self.skipped_hidden = 0
         self.skipped_unsupported = 0
         self.errors: list[LoadError] = []
+        self.skipped: list[tuple[str, str]] = []
         # Resolved directories already walked: stops symlink cycles and keeps
         # an aliased directory from being read twice.
         self.visited: set[str] = set()
@@ -176,7 +183,7 @@ class _Walker:
                         if stat.S_ISDIR(st.st_mode):
                             if _is_within(resolved_dir, target):
                                 # The link points at a directory containing itself.
-                                self.errors.append(LoadError(str(path), "symlink loop"))
+                                self.skipped.append((str(path), "symlink loop"))
                             else:
                                 deferred.append((path, relpath + "/", target, True))
                         else:
@@ -201,19 +208,22 @@ class _Walker:
         try:
             target = os.path.realpath(link, strict=True)
         except FileNotFoundError:
-            self.errors.append(LoadError(str(link), "broken symlink: target does not exist"))
+            self.skipped.append((str(link), "broken symlink: target does not exist"))
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                self.errors.append(LoadError(str(link), "symlink loop"))
+                self.skipped.append((str(link), "symlink loop"))
             else:
                 self.errors.append(LoadError(str(link), _os_reason(exc)))
             return None
         except RuntimeError:  # older pathlib-style loop reporting
-            self.errors.append(LoadError(str(link), "symlink loop"))
+            self.skipped.append((str(link), "symlink loop"))
             return None
         if not self.follow_symlinks and not _is_within(target, root_str):
-            self.errors.append(LoadError(str(link), _OUTSIDE_ROOT))
+            if os.path.isdir(target) or _kind_for(link) is not None:
+                self.skipped.append((str(link), _OUTSIDE_ROOT))
+            else:
+                self.skipped_unsupported += 1  # would be skipped anyway: no notice
             return None
         return target
 
@@ -256,7 +266,7 @@ def discover(paths: list[Path], follow_symlinks: bool = False) -> Discovery:
         chosen.setdefault(cand.resolved, cand)
     files = [FoundFile(c.path, c.root, c.relpath) for c in chosen.values()]
     files.sort(key=lambda f: (f.relpath, str(f.root)))
-    return Discovery(files, walker.skipped_hidden, walker.skipped_unsupported, walker.errors)
+    return Discovery(files, walker.skipped_hidden, walker.skipped_unsupported, walker.errors, walker.skipped)
 
 
 # --------------------------------------------------------------------------- loading

@@ -184,22 +184,16 @@ def _hard_split(text: str, start: int, end: int, budget: _Budget) -> list[tuple[
             # the whole remainder, so its count is already exact).
             out.append((pos, end, len(ids)))
             break
-        # Character offset where each token starts; a token that begins inside
-        # a multi-byte character is attributed to that character, so cutting at
-        # an offset never splits a character.
-        offsets: list[int] = []
-        chars = 0
-        for token_bytes in encoding.decode_tokens_bytes(ids[: limit + 1]):
-            offsets.append(max(0, chars - (0x80 <= token_bytes[0] < 0xC0)))
-            chars += sum(1 for b in token_bytes if not 0x80 <= b < 0xC0)
-        k = min(limit, len(offsets) - 1)
+        k = limit
         while True:
-            cut = max(1, offsets[k]) if k > 0 else 1
+            # Characters fully covered by the first k tokens: a token ending
+            # inside a multi-byte character leaves that character to the next
+            # piece ("ignore" drops the incomplete tail), so no character is split.
+            cut = max(1, len(encoding.decode_bytes(ids[:k]).decode("utf-8", errors="ignore")))
             raw = budget.raw_count(text[pos : pos + cut])
             if raw <= limit or cut <= 1:
                 break
-            k -= max(1, raw - limit)
-            k = max(k, 0)
+            k = max(0, k - max(1, raw - limit))
         out.append((pos, pos + cut, raw))
         chars_per_token = max(0.25, cut / max(1, raw))
         pos += cut
@@ -350,10 +344,8 @@ def _split_further(text: str, start: int, end: int, budget: _Budget) -> list[tup
     cutters: tuple[_Cutter, ...] = (_sentence_cuts, _phrase_cuts, _word_cuts)
     spans, counts, _ = _refine(text, spans, counts, budget, cutters)
     parts = [(s, e, c) for (s, e), c in zip(spans, counts)]
-    s0, e0, c0 = parts[0]
-    parts[0] = (start, e0, c0)
-    s_last, _, c_last = parts[-1]
-    parts[-1] = (parts[-1][0], end, c_last)  # trailing whitespace rides along
+    parts[0] = (start, parts[0][1], parts[0][2])
+    parts[-1] = (parts[-1][0], end, parts[-1][2])  # trailing whitespace rides along
     return parts
 
 
@@ -465,8 +457,8 @@ def split_document(
     """Split ``text`` into overlapping chunks of at most ``chunk_size`` tokens.
 
     ``page_starts[i]`` is the offset where page ``i + 1`` begins.  The only
-    chunks that can exceed ``chunk_size`` are single characters that by
-    themselves encode to more tokens than that.
+    chunks that can exceed ``chunk_size`` are a single character or a single
+    token that by itself counts as more than that (tiny budgets, emoji).
     """
     _validate(chunk_size, chunk_overlap)
     if not text.strip():

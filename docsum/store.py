@@ -578,6 +578,16 @@ class Store:
                 )
             conn.execute("DELETE FROM failures WHERE root = ? AND path = ?", (doc.root, doc.path))
 
+    def touch_document(self, doc_id: str, size: int, mtime_ns: int) -> bool:
+        """Record a new size/mtime for a document whose content is unchanged (a
+        touch, a copy, a checkout), so the next build need not hash it again.
+        updated_at is left alone: nothing the user sees changed."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE documents SET size = ?, mtime_ns = ? WHERE doc_id = ?", (int(size), int(mtime_ns), doc_id)
+            )
+            return cur.rowcount > 0
+
     def update_embedding(self, doc_id: str, embedding: np.ndarray, model: str) -> None:
         """Set a document's summary embedding. KeyError if there is no such document."""
         blob = _encode_embedding(embedding)
@@ -637,8 +647,9 @@ class Store:
 
     # ------------------------------------------------------------------ failures
 
-    def record_failure(self, root: str, path: str, error: str) -> None:
-        """Remember that (root, path) failed; attempts counts consecutive runs."""
+    def record_failure(self, root: str, path: str, error: str) -> int:
+        """Remember that (root, path) failed; attempts counts consecutive runs.
+        Returns the attempts so far (1 the first time)."""
         now = _now()
         with self._write() as conn:
             conn.execute(
@@ -650,6 +661,8 @@ class Store:
                 """,
                 (root, path, error, now, now),
             )
+            row = conn.execute("SELECT attempts FROM failures WHERE root = ? AND path = ?", (root, path)).fetchone()
+        return int(row[0]) if row else 1
 
     def failures(self) -> list[dict[str, Any]]:
         rows = self.conn.execute(

@@ -147,14 +147,26 @@ def _sync_stream(loop: asyncio.AbstractEventLoop, response: Response) -> Iterato
 async def _tracked(stream: AsyncIterator[str], calls: list[Any]) -> AsyncIterator[str]:
     # The final call's usage is recorded when the stream ends, outside the
     # track_calls() block; re-enter a scope feeding the same list.
+    #
+    # The scope is entered and left around every step rather than once around
+    # the whole loop: the sync `synthesize` drives each step as a separate task
+    # (each with its own copy of the context), so a variable set in one step
+    # is gone in the next, and resetting a token from another step's context
+    # raised ValueError. One step always runs in one context.
     from docsum.llm import _active_sinks
 
-    token = _active_sinks.set(_active_sinks.get() + (calls,))
-    try:
-        async for piece in stream:
-            yield piece
-    finally:
-        _active_sinks.reset(token)
+    iterator = stream.__aiter__()
+    while True:
+        current = _active_sinks.get()
+        token = None if any(s is calls for s in current) else _active_sinks.set(current + (calls,))
+        try:
+            piece = await iterator.__anext__()
+        except StopAsyncIteration:
+            return
+        finally:
+            if token is not None:
+                _active_sinks.reset(token)
+        yield piece
 
 
 def _run_sync(coro: Any) -> Any:
@@ -162,17 +174,22 @@ def _run_sync(coro: Any) -> Any:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
+    coro.close()  # never awaited: close it so Python does not warn about it
     raise RuntimeError("get_response called from a running event loop; await aget_response instead")
 
 
 # ---------------------------------------------------------------------------
 # Meta-answers: refine outputs that talk about the refining instead of answering.
+# Narrowed (was: any "new information" / "remains unchanged"), because those
+# phrases occur in ordinary answers ("The new information desk opens in May",
+# "The bridge remains unchanged since 1901") and a real refinement was thrown
+# away. What is left names the answer or the context/material themselves.
 _META = re.compile(
     r"\b(?:original|existing|previous|current|prior) answer\b"
-    r"|\bnew (?:context|material|information)\b"
+    r"|\b(?:the|this) new (?:context|material)\b"
     r"|\b(?:provided|given|additional|new) (?:context|material|information) (?:is|does|doesn't|isn't)\b"
     r"|\bdoes not need (?:to be )?refin|\bno (?:need|changes?) (?:to|for) (?:the )?refin"
-    r"|\bremains? (?:the same|unchanged|relevant|accurate)\b",
+    r"|\banswer (?:remains?|stays|is still) (?:the same|unchanged|relevant|accurate|correct|valid)\b",
     re.IGNORECASE,
 )
 
@@ -232,10 +249,10 @@ class _LLMSynthesizer(BaseSynthesizer):
         for template, supplied in self.templates_used():
             template.check(supplied | set(response_kwargs))
 
-    async def _call(self, template: PromptTemplate, stream: bool, **values: Any) -> str | AsyncIterator[str]:
+    async def _call(self, template: PromptTemplate, stream: bool, json_mode: bool = False, **values: Any) -> str | AsyncIterator[str]:
         if stream:
             return self.llm.astream(template, **values)
-        return await self.llm.apredict(template, **values)
+        return await self.llm.apredict(template, json_mode=json_mode, **values)
 
 
 class Refine(_LLMSynthesizer):
@@ -259,14 +276,31 @@ class Refine(_LLMSynthesizer):
         template, the rest refine. The existing answer's room is reserved up
         front (an answer is at most the output budget), so the plan is exact."""
         qa, refine = self._templates(query, kw)
+        reserve = self.llm.metadata.num_output
+        # Every part after the first is normally sent with the refine template
+        # (plus an answer of up to `reserve` tokens); with filtering, the QA
+        # template is used again until some part satisfies the query. Size
+        # such parts for whichever prompt leaves less room. (Previously the
+        # first chunk was split for the QA prompt only, so its second and later
+        # pieces, refined with an answer, could overflow the window.)
+        if self.budget.available(refine, extra_tokens=reserve) <= self.budget.available(qa):
+            tight, tight_extra = refine, reserve
+        else:
+            tight, tight_extra = qa, 0
+        later, later_extra = (tight, tight_extra) if self.structured_answer_filtering else (refine, reserve)
         parts: list[str] = []
         for chunk in text_chunks:
-            template = qa if not parts else refine
-            extra = 0 if not parts else self.llm.metadata.num_output
-            parts.extend(self.budget.repack(template, [chunk], extra_tokens=extra))
+            if not parts:
+                first = self.budget.repack(qa, [chunk])
+                if len(first) > 1:
+                    first = self.budget.repack(tight, [chunk], extra_tokens=tight_extra)
+                parts.extend(first)
+            else:
+                parts.extend(self.budget.repack(later, [chunk], extra_tokens=later_extra))
         return parts
 
     async def aget_response(self, query_str: str, text_chunks: list[str], **kw: Any) -> str | AsyncIterator[str]:
+        self.check_templates(kw)
         return await self._refine_parts(query_str, self.plan_parts(query_str, text_chunks, **kw), kw)
 
     async def _refine_parts(self, query: str, parts: list[str], kw: dict[str, Any]) -> str | AsyncIterator[str]:
@@ -278,10 +312,13 @@ class Refine(_LLMSynthesizer):
             stream = self.streaming and last and not filtering
             if i:
                 self.progress(f"refine: step {i + 1} of {len(parts)}")
+            # Filtering asks for {answer, query_satisfied} JSON: say so to the
+            # engine too (response_format on a server; the offline engine only
+            # answers JSON when asked), or every reply parsed as "satisfied".
             if answer is None:
-                out = await self._call(qa, stream, context_str=part)
+                out = await self._call(qa, stream, json_mode=filtering, context_str=part)
             else:
-                out = await self._call(refine, stream, context_msg=part, existing_answer=answer)
+                out = await self._call(refine, stream, json_mode=filtering, context_msg=part, existing_answer=answer)
             if not isinstance(out, str):
                 return out if answer is None else _guard_stream(out, answer)
             if filtering:
@@ -316,8 +353,11 @@ async def _guard_stream(stream: AsyncIterator[str], previous: str) -> AsyncItera
             pass
         yield previous
         return
-    if opening:
-        yield opening
+    # Replay the buffered pieces one by one: joining them made a short answer
+    # arrive as a single blob, which is exactly the "streaming gives the whole
+    # answer at once" complaint streaming is meant to fix.
+    for piece in head:
+        yield piece
     async for piece in stream:
         yield piece
 
@@ -348,6 +388,7 @@ class TreeSummarize(_LLMSynthesizer):
         return [(self.summary_template, {"query_str", "context_str"})]
 
     async def aget_response(self, query_str: str, text_chunks: list[str], **kw: Any) -> str | AsyncIterator[str]:
+        self.check_templates(kw)
         template = self.summary_template.partial_format(query_str=query_str, **kw)
         texts = text_chunks
         previous_tokens: int | None = None
@@ -372,6 +413,7 @@ class SimpleSummarize(_LLMSynthesizer):
     """Everything truncated into one prompt; one call."""
 
     async def aget_response(self, query_str: str, text_chunks: list[str], **kw: Any) -> str | AsyncIterator[str]:
+        self.check_templates(kw)
         template = self.text_qa_template.partial_format(query_str=query_str, **kw)
         fitted, cut = self.budget.truncate(template, ["\n".join(text_chunks)])
         if cut:
@@ -394,6 +436,7 @@ class Accumulate(_LLMSynthesizer):
         return parts
 
     async def aget_response(self, query_str: str, text_chunks: list[str], **kw: Any) -> str | AsyncIterator[str]:
+        self.check_templates(kw)
         template = self.text_qa_template.partial_format(query_str=query_str, **kw)
         parts = self.plan_parts(query_str, text_chunks, **kw)
         if not parts:

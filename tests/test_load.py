@@ -1,0 +1,483 @@
+from __future__ import annotations
+
+import codecs
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pypdf
+import pytest
+
+from docsum import load as load_mod
+from docsum.errors import LoadError
+from docsum.load import SUPPORTED_SUFFIXES, Discovery, FoundFile, LoadedDocument, discover, load_file
+
+EVAL_PDFS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
+
+
+# --------------------------------------------------------------------------- PDF fixture
+
+
+def _pdf_string(text: str) -> str:
+    return "(" + text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")"
+
+
+def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
+    """A minimal valid PDF: one Helvetica text line per string, one page per list.
+
+    Objects: 1 catalog, 2 page tree, 3 font, then a page and its content stream
+    per page, then an optional Info dictionary; followed by a correct xref table.
+    """
+    objects: dict[int, bytes] = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+    }
+    kids: list[str] = []
+    for index, lines in enumerate(pages):
+        page_id, content_id = 4 + 2 * index, 5 + 2 * index
+        kids.append(f"{page_id} 0 R")
+        ops = ["BT", "/F1 12 Tf", "14 TL", "72 720 Td"]
+        for line in lines:
+            ops.append(f"{_pdf_string(line)} Tj T*")
+        ops.append("ET")
+        stream = "\n".join(ops).encode("latin-1")
+        objects[page_id] = (
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+            f"/Resources << /Font << /F1 3 0 R >> >> /Contents {content_id} 0 R >>"
+        ).encode()
+        objects[content_id] = b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"
+    objects[2] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(pages)} >>".encode()
+    info_ref = ""
+    if title is not None:
+        info_id = 4 + 2 * len(pages)
+        objects[info_id] = f"<< /Title {_pdf_string(title)} /Producer (docsum tests) >>".encode("latin-1")
+        info_ref = f" /Info {info_id} 0 R"
+
+    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets: dict[int, int] = {}
+    for obj_id in sorted(objects):
+        offsets[obj_id] = len(out)
+        out += b"%d 0 obj\n" % obj_id + objects[obj_id] + b"\nendobj\n"
+    xref_at = len(out)
+    size = max(objects) + 1
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % size
+    for obj_id in range(1, size):
+        out += b"%010d 00000 n \n" % offsets[obj_id]
+    out += f"trailer\n<< /Size {size} /Root 1 0 R{info_ref} >>\nstartxref\n{xref_at}\n%%EOF\n".encode()
+    return bytes(out)
+
+
+TWO_PAGES = [
+    ["Quarterly report for the river survey.", "Water levels rose in March."],
+    ["Second page: conclusions.", "Levels returned to normal by June."],
+]
+
+
+def write(path: Path, data: bytes | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        path.write_text(data, encoding="utf-8")
+    else:
+        path.write_bytes(data)
+    return path
+
+
+def assert_one_line_error(excinfo: pytest.ExceptionInfo[LoadError], *fragments: str) -> None:
+    err = excinfo.value
+    assert "\n" not in err.reason and len(err.reason) <= 160
+    for fragment in fragments:
+        assert fragment in err.reason
+
+
+# --------------------------------------------------------------------------- PDFs
+
+
+def test_minimal_two_page_pdf(tmp_path: Path) -> None:
+    path = write(tmp_path / "report.pdf", make_pdf(TWO_PAGES, title="River Survey 2024"))
+    doc = load_file(path)
+    assert isinstance(doc, LoadedDocument)
+    assert doc.kind == "pdf"
+    assert doc.title == "River Survey 2024"
+    assert doc.warnings == []
+    assert len(doc.page_starts) == 2 and doc.page_starts[0] == 0
+    page1 = doc.text[: doc.page_starts[1]]
+    page2 = doc.text[doc.page_starts[1] :]
+    assert "river survey" in page1 and "March" in page1 and page1.endswith("\n\n")
+    assert page2.startswith("Second page") and "June" in page2
+
+
+def test_pdf_title_falls_back_to_first_line_and_ignores_filename_titles(tmp_path: Path) -> None:
+    plain = write(tmp_path / "a.pdf", make_pdf(TWO_PAGES))
+    assert load_file(plain).title == "Quarterly report for the river survey."
+    junk = write(tmp_path / "b.pdf", make_pdf(TWO_PAGES, title="Microsoft Word - draft3.docx"))
+    assert load_file(junk).title == "Quarterly report for the river survey."
+
+
+def test_image_only_pdf_has_no_text(tmp_path: Path) -> None:
+    path = write(tmp_path / "scan.pdf", make_pdf([[], []]))
+    with pytest.raises(LoadError) as excinfo:
+        load_file(path)
+    assert_one_line_error(excinfo, "no extractable text")
+
+
+def _encrypted_pdf(user_password: str) -> bytes:
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(make_pdf(TWO_PAGES))))
+    # RC4 works without the optional 'cryptography' package.
+    writer.encrypt(user_password=user_password, owner_password="owner-secret", algorithm="RC4-128")
+    buf = io.BytesIO()
+    writer.write(buf)
+    return buf.getvalue()
+
+
+def test_encrypted_pdf_needing_a_password(tmp_path: Path) -> None:
+    path = write(tmp_path / "locked.pdf", _encrypted_pdf("s3cret"))
+    with pytest.raises(LoadError) as excinfo:
+        load_file(path)
+    assert_one_line_error(excinfo, "password")
+
+
+def test_encrypted_pdf_with_empty_user_password_opens(tmp_path: Path) -> None:
+    path = write(tmp_path / "permissions-only.pdf", _encrypted_pdf(""))
+    doc = load_file(path)
+    assert "Water levels" in doc.text and len(doc.page_starts) == 2
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"%PDF-1.4\n",
+        b"not a pdf at all, just text pretending",
+        b"%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R",
+        make_pdf(TWO_PAGES)[:150],
+        make_pdf(TWO_PAGES)[:-60],
+        bytes(range(256)) * 8,
+    ],
+    ids=["empty", "header-only", "text", "cut-dict", "truncated", "no-trailer", "random"],
+)
+def test_damaged_pdfs_give_one_line_load_error_or_text(tmp_path: Path, data: bytes) -> None:
+    path = write(tmp_path / "broken.pdf", data)
+    try:
+        doc = load_file(path)
+    except LoadError as err:
+        assert "\n" not in err.reason and len(err.reason) <= 160
+    else:
+        assert doc.text.strip()
+
+
+def test_pypdf_recursion_error_is_a_damaged_pdf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(*args: Any, **kwargs: Any) -> None:
+        raise RecursionError("maximum recursion depth exceeded while calling a Python object\n(deep)")
+
+    monkeypatch.setattr(load_mod.pypdf, "PdfReader", explode)
+    path = write(tmp_path / "deep.pdf", make_pdf(TWO_PAGES))
+    with pytest.raises(LoadError) as excinfo:
+        load_file(path)
+    assert_one_line_error(excinfo, "damaged PDF", "RecursionError")
+
+
+def test_failing_page_is_skipped_with_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = pypdf.PageObject.extract_text
+    calls = {"n": 0}
+
+    def flaky(self: pypdf.PageObject, *args: Any, **kwargs: Any) -> str:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ValueError("bad font\nprogram")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pypdf.PageObject, "extract_text", flaky)
+    doc = load_file(write(tmp_path / "flaky.pdf", make_pdf(TWO_PAGES)))
+    assert len(doc.page_starts) == 2  # the failed page keeps its slot
+    assert doc.text[doc.page_starts[1] :].startswith("Second page")
+    assert "March" not in doc.text
+    assert len(doc.warnings) == 1 and "page 1" in doc.warnings[0] and "\n" not in doc.warnings[0]
+
+
+def _manifest() -> list[dict[str, Any]]:
+    manifest = EVAL_PDFS / "manifest.jsonl"
+    if not manifest.is_file():
+        return []
+    return [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.mark.skipif(not EVAL_PDFS.is_dir(), reason="shared eval PDFs not present")
+@pytest.mark.parametrize("entry", _manifest(), ids=lambda e: e["file"])
+def test_eval_pdfs(entry: dict[str, Any]) -> None:
+    path = EVAL_PDFS / entry["file"]
+    expect = entry["expect"]
+    if expect == "text":
+        doc = load_file(path)
+        assert len(doc.text) >= entry["min_chars"]
+        assert len(doc.page_starts) == entry["pages_pdfinfo"]
+        assert doc.page_starts == sorted(doc.page_starts) and doc.page_starts[0] == 0
+        assert doc.title and "\n" not in doc.title and len(doc.title) <= 120
+    elif expect == "needs-password":
+        with pytest.raises(LoadError) as excinfo:
+            load_file(path)
+        assert_one_line_error(excinfo, "password")
+    elif expect == "no-text":
+        with pytest.raises(LoadError) as excinfo:
+            load_file(path)
+        assert_one_line_error(excinfo, "no extractable text")
+    elif expect == "broken":
+        try:
+            doc = load_file(path)
+        except LoadError as err:
+            assert "\n" not in err.reason and len(err.reason) <= 160
+        else:
+            assert doc.text.strip()
+    else:  # pragma: no cover - a new manifest category needs a decision here
+        pytest.fail(f"unknown expectation {expect!r}")
+
+
+# --------------------------------------------------------------------------- text files
+
+
+def test_plain_utf8_text(tmp_path: Path) -> None:
+    doc = load_file(write(tmp_path / "notes.txt", "\n\n  First line here  \r\nsecond\rthird\n"))
+    assert doc.kind == "text"
+    assert doc.text == "\n\n  First line here  \nsecond\nthird\n"
+    assert doc.title == "First line here"
+    assert doc.page_starts == [] and doc.warnings == []
+
+
+@pytest.mark.parametrize("content", [b"", b"   \n\t\r\n  "])
+def test_empty_file(tmp_path: Path, content: bytes) -> None:
+    with pytest.raises(LoadError) as excinfo:
+        load_file(write(tmp_path / "empty.txt", content))
+    assert_one_line_error(excinfo, "empty file")
+
+
+def test_binary_file_named_txt(tmp_path: Path) -> None:
+    with pytest.raises(LoadError) as excinfo:
+        load_file(write(tmp_path / "image.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))))
+    assert_one_line_error(excinfo, "binary content, not text")
+    # No NUL byte, but mostly control bytes.
+    with pytest.raises(LoadError) as excinfo:
+        load_file(write(tmp_path / "ctrl.md", bytes([1, 2, 3, 4, 5, 6, 65]) * 200))
+    assert_one_line_error(excinfo, "binary content")
+
+
+def test_latin1_text_falls_back_with_warning(tmp_path: Path) -> None:
+    doc = load_file(write(tmp_path / "legacy.txt", "Café déjà vu – “quoted” naïve\n".encode("cp1252")))
+    assert doc.text == "Café déjà vu – “quoted” naïve\n"
+    assert doc.warnings == ["not UTF-8; decoded as cp1252"]
+    # 0x81 is undefined in cp1252, so only latin-1 can decode this file.
+    doc = load_file(write(tmp_path / "latin1.txt", b"Gr\xfc\xdfe \x81 aus K\xf6ln"))
+    assert doc.text == "Grüße \x81 aus Köln"
+    assert doc.warnings == ["not UTF-8; decoded as latin-1"]
+
+
+def test_mostly_utf8_with_a_bad_byte_keeps_utf8(tmp_path: Path) -> None:
+    data = "Ünïcödé text — ok. ".encode() * 5 + b"\xff" + " more ✓".encode()
+    doc = load_file(write(tmp_path / "mixed.txt", data))
+    assert doc.text.startswith("Ünïcödé text")
+    assert "\ufffd" in doc.text and doc.text.endswith("more ✓")
+    assert len(doc.warnings) == 1 and "invalid UTF-8" in doc.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("bom", "codec"),
+    [
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+        (codecs.BOM_UTF32_LE, "utf-32-le"),
+    ],
+)
+def test_bom_encodings(tmp_path: Path, bom: bytes, codec: str) -> None:
+    content = "Überschrift\r\nZeile zwei 東京 😀\n"
+    doc = load_file(write(tmp_path / "bom.txt", bom + content.encode(codec)))
+    assert doc.text == "Überschrift\nZeile zwei 東京 😀\n"
+    assert doc.title == "Überschrift"
+    assert doc.warnings == []
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    path = write(tmp_path / "secret.txt", "hidden away")
+    path.chmod(0)
+    try:
+        if os.access(path, os.R_OK):
+            pytest.skip("running with privileges that ignore file permissions")
+        with pytest.raises(LoadError) as excinfo:
+            load_file(path)
+        assert_one_line_error(excinfo, "permission denied")
+    finally:
+        path.chmod(0o644)
+
+
+def test_vanished_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(LoadError) as excinfo:
+        load_file(tmp_path / "gone.txt")
+    assert_one_line_error(excinfo, "file vanished")
+    (tmp_path / "folder.md").mkdir()
+    with pytest.raises(LoadError) as excinfo:
+        load_file(tmp_path / "folder.md")
+    assert_one_line_error(excinfo, "directory")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifo_is_not_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.txt")
+    with pytest.raises(LoadError) as excinfo:
+        load_file(tmp_path / "pipe.txt")  # must not block
+    assert_one_line_error(excinfo, "not a regular file")
+    found = discover([tmp_path])
+    assert found.files == []
+    assert [e.reason for e in found.errors] == ["not a regular file"]
+
+
+def test_unsupported_suffix_is_a_load_error(tmp_path: Path) -> None:
+    with pytest.raises(LoadError):
+        load_file(write(tmp_path / "data.csv", "a,b\n1,2\n"))
+
+
+def test_path_with_spaces_and_non_ascii(tmp_path: Path) -> None:
+    folder = tmp_path / "Prüfung Ordner" / "naïve docs"
+    path = write(folder / "Ünïcode file 東京.md", "Some text without heading.\n")
+    found = discover([tmp_path / "Prüfung Ordner"])
+    assert [f.relpath for f in found.files] == ["naïve docs/Ünïcode file 東京.md"]
+    assert found.files[0].path == path
+    doc = load_file(found.files[0].path)
+    assert doc.kind == "markdown" and doc.title == "Some text without heading."
+
+
+# --------------------------------------------------------------------------- titles
+
+
+@pytest.mark.parametrize(
+    ("content", "title"),
+    [
+        ("\n\nIntro paragraph.\n\n# The Real Title #\n\ntext\n", "The Real Title"),
+        ("```bash\n# not a heading\n```\n## Setup guide\n", "Setup guide"),
+        ("---\ntitle: \"Front Matter Title\"\ndate: 2024\n---\n# Heading\n", "Front Matter Title"),
+        ("---\ndate: 2024\n---\n\nBody first line\n", "Body first line"),
+        ("Setext Title\n============\n\nbody\n", "Setext Title"),
+        ("no heading at all\nsecond line\n", "no heading at all"),
+        ("----\n* * *\n", "fallback"),
+    ],
+)
+def test_markdown_titles(tmp_path: Path, content: str, title: str) -> None:
+    doc = load_file(write(tmp_path / "fallback.md", content))
+    assert doc.title == title
+
+
+def test_long_first_line_title_is_clipped(tmp_path: Path) -> None:
+    doc = load_file(write(tmp_path / "long.txt", "word " * 100))
+    assert len(doc.title) <= 120 and doc.title.endswith("…") and doc.title.startswith("word word")
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def test_discover_sorts_counts_hidden_and_unsupported(tmp_path: Path) -> None:
+    write(tmp_path / "b.txt", "b")
+    write(tmp_path / "a.MD", "a")
+    write(tmp_path / "sub" / "c.pdf", make_pdf(TWO_PAGES))
+    write(tmp_path / "sub" / "deeper" / "d.markdown", "d")
+    write(tmp_path / ".hidden.txt", "h")
+    write(tmp_path / ".git" / "config.txt", "h")
+    write(tmp_path / "sub" / ".cache" / "x.txt", "h")
+    write(tmp_path / "image.png", b"\x89PNG")
+    write(tmp_path / "sub" / "table.csv", "x")
+    write(tmp_path / "README", "no suffix")
+    found = discover([tmp_path])
+    assert isinstance(found, Discovery)
+    assert [f.relpath for f in found.files] == ["a.MD", "b.txt", "sub/c.pdf", "sub/deeper/d.markdown"]
+    root = tmp_path.resolve()
+    assert all(isinstance(f, FoundFile) and f.root == root and f.path.is_absolute() for f in found.files)
+    assert found.skipped_hidden == 3
+    assert found.skipped_unsupported == 3
+    assert found.errors == []
+    assert set(SUPPORTED_SUFFIXES) == {".txt", ".md", ".markdown", ".pdf"}
+
+
+def test_discover_direct_file_and_missing_path(tmp_path: Path) -> None:
+    path = write(tmp_path / "docs" / "one.txt", "x")
+    found = discover([path, tmp_path / "missing"])
+    assert [(f.relpath, f.root, f.path) for f in found.files] == [("one.txt", (tmp_path / "docs").resolve(), path)]
+    assert len(found.errors) == 1 and found.errors[0].path == str(tmp_path / "missing")
+
+
+def test_discover_overlapping_paths_list_each_file_once(tmp_path: Path) -> None:
+    write(tmp_path / "sub" / "x.txt", "x")
+    found = discover([tmp_path, tmp_path / "sub", tmp_path / "sub" / "x.txt"])
+    assert [f.relpath for f in found.files] == ["sub/x.txt"]
+
+
+def test_symlink_loop_is_reported(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root / "a" / "doc.txt", "x")
+    (root / "a" / "loop").symlink_to(root, target_is_directory=True)  # points at an ancestor
+    (root / "self.txt").symlink_to(root / "self.txt")  # points at itself
+    found = discover([root])
+    assert [f.relpath for f in found.files] == ["a/doc.txt"]
+    # Links that are not followed are a property of the tree, reported in
+    # Discovery.skipped rather than as document errors.
+    assert found.errors == []
+    assert sorted(found.skipped) == sorted(
+        [(str(root / "a" / "loop"), "symlink loop"), (str(root / "self.txt"), "symlink loop")]
+    )
+
+
+def test_symlinks_inside_root_are_followed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root / "real" / "doc.txt", "x")
+    write(root / "notes.md", "n")
+    (root / "alias").symlink_to(root / "real", target_is_directory=True)
+    (root / "link.md").symlink_to(root / "notes.md")
+    (root / "z-link.txt").symlink_to(root / "real" / "doc.txt")
+    write(tmp_path / "outside-but-linked-in" / "only-here.txt", "y")
+    (root / "elsewhere").symlink_to(root / "real")  # the same directory twice
+    found = discover([root])
+    # Aliases of files and directories already found are listed once, under
+    # their real path.
+    assert [f.relpath for f in found.files] == ["notes.md", "real/doc.txt"]
+    assert found.errors == [] and found.skipped == []
+
+
+def test_symlink_outside_root_needs_follow_symlinks(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root / "inside.txt", "in")
+    outside = write(tmp_path / "elsewhere" / "shared" / "outside.txt", "out")
+    (root / "shared").symlink_to(outside.parent, target_is_directory=True)
+    (root / "file-link.txt").symlink_to(outside)
+    (root / "broken.txt").symlink_to(tmp_path / "does-not-exist.txt")
+
+    (root / "outside-image.png").symlink_to(outside)  # unsupported anyway: just counted
+
+    found = discover([root])
+    assert [f.relpath for f in found.files] == ["inside.txt"]
+    assert found.errors == []
+    reasons = {Path(path).name: reason for path, reason in found.skipped}
+    assert reasons == {
+        "shared": "symlink leads outside the build root; use --follow-symlinks",
+        "file-link.txt": "symlink leads outside the build root; use --follow-symlinks",
+        "broken.txt": "broken symlink: target does not exist",
+    }
+    assert found.skipped_unsupported == 1
+
+    followed = discover([root], follow_symlinks=True)
+    # file-link.txt and shared/outside.txt are the same file: listed once
+    # (both go through a link, so the first relpath wins).
+    assert [f.relpath for f in followed.files] == ["file-link.txt", "inside.txt"]
+    assert [Path(path).name for path, _ in followed.skipped] == ["broken.txt"]
+    assert load_file(followed.files[0].path).text == "out"
+
+
+def test_unreadable_directory_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    write(tmp_path / "ok.txt", "fine")
+    locked = tmp_path / "locked"
+    write(locked / "inner.txt", "x")
+    locked.chmod(0)
+    try:
+        if os.access(locked, os.R_OK):
+            pytest.skip("running with privileges that ignore directory permissions")
+        found = discover([tmp_path])
+        assert [f.relpath for f in found.files] == ["ok.txt"]
+        assert len(found.errors) == 1 and "permission denied" in found.errors[0].reason
+    finally:
+        locked.chmod(0o755)
