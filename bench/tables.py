@@ -212,7 +212,9 @@ def side_tables(results):
                + (f"The last column subtracts {num(startup, 0)} ms, the median time to start Python and import what a "
                   "server-backed `docsum ask` imports (see the cold-start table): a rough in-process estimate, not a measurement. "
                   if startup else "")
-               + "Latency medians pool every timed query of every run of the configuration; calls and tokens are means per query.")
+               + "Latency medians pool every timed query of every run of the configuration; calls and tokens are means per query. "
+               "Max in-flight is the server's high-water mark over the LLM-retriever queries (peer_cli/peer_llamaindex do not "
+               "reset it between queries, so the embedding rows would only repeat it).")
     out.append("")
     out.append("| docs | latency ms | retriever | queries ref / docsum | LLM calls/q ref / docsum | prompt tokens/q ref / docsum | emb calls/q ref / docsum | max in-flight ref / docsum | hit rate ref / docsum | median ms ref (in-process) | median ms docsum (process) | p95 ms ref / docsum | docsum median − start-up ms |")
     out.append("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
@@ -230,7 +232,7 @@ def side_tables(results):
                 f"{num(lq.get('llm_calls_per_query'))} / {num(dq.get('llm_calls_per_query'))}",
                 f"{num(lq.get('prompt_tokens_cl100k_per_query'), 0)} / {num(dq.get('prompt_tokens_cl100k_per_query'), 0)}",
                 f"{num(lq.get('embedding_calls_per_query'))} / {num(dq.get('embedding_calls_per_query'))}",
-                f"{num(lq.get('max_inflight'))} / {num(dq.get('max_inflight'))}",
+                (f"{num(lq.get('max_inflight'))} / {num(dq.get('max_inflight'))}" if mode == "llm" else "n/a"),
                 f"{num(lq.get('hit_rate'), 2)} / {num(dq.get('hit_rate'), 2)}",
                 num(lm), num(dm), f"{num(lp)} / {num(dp)}",
                 num(est) if est is None or est > 0 else f"{num(est)} (≤ 0: start-up dominates)",

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import logging
 import signal
+import sqlite3
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +73,7 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
     """Give a command the common options; it receives them as `common`.
     Its return value is the exit code; DocsumError becomes a one-line message
     and that error's code."""
-    sig = inspect.signature(func)
+    sig = inspect.signature(func, eval_str=True)  # string annotations (PEP 563) would lose the typer.Option details
     own = [p for name, p in sig.parameters.items() if name != "common"]
 
     @functools.wraps(func)
@@ -81,6 +83,8 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
         env.quiet, env.verbose = picked["quiet"], picked["verbose"]
         if picked["no_color"]:
             env.color = False
+        logger = logging.getLogger("docsum")
+        saved = (list(logger.handlers), logger.propagate, logger.level)
         configure_logging(env)
         code: int = ExitCode.OK
         try:
@@ -102,7 +106,7 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
             code = func(common=common, **kwargs) or ExitCode.OK
         except Interrupted as exc:
             name = "SIGTERM" if exc.exit_code == ExitCode.SIGTERM else "SIGINT"
-            env.error(f"docsum: interrupted by {name}; finished work is saved")
+            env.error(f"docsum: interrupted by {name}")
             code = exc.exit_code
         except DocsumError as exc:
             env.error(f"docsum: error: {exc}")
@@ -113,11 +117,26 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
         except KeyboardInterrupt:
             env.error("docsum: interrupted")
             code = ExitCode.SIGINT
+        except (OSError, sqlite3.OperationalError) as exc:
+            # The machine, not docsum: a full disk, a read-only folder, a
+            # permission. Say what and where, without a traceback.
+            if env.verbose:
+                env.error("".join(traceback.format_exception(exc)).rstrip())
+            if isinstance(exc, OSError) and exc.strerror:
+                where = f": {exc.filename}" if exc.filename else ""
+                env.error(f"docsum: error: {exc.strerror.lower()}{where}")
+            else:
+                env.error(f"docsum: error: store: {exc}")
+            code = ExitCode.ERROR
         except Exception as exc:  # a bug: one line by default, the traceback with -v
             if env.verbose:
                 env.error("".join(traceback.format_exception(exc)).rstrip())
-            env.error(f"docsum: internal error: {type(exc).__name__}: {exc} (run with -v for details)")
+            hint = "" if env.verbose else " (run with -v for details)"
+            env.error(f"docsum: internal error: {type(exc).__name__}: {exc}{hint}")
             code = ExitCode.ERROR
+        finally:
+            # Library users (and in-process tests) keep their own logging setup.
+            logger.handlers[:], logger.propagate, logger.level = saved[0], saved[1], saved[2]
         if code:
             raise typer.Exit(int(code))
 

@@ -76,7 +76,12 @@ class _StderrHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         level = "warning" if record.levelno == logging.WARNING else record.levelname.lower()
         prefix = "docsum: " if record.levelno < logging.WARNING else f"docsum: {level}: "
-        self.env.error(prefix + record.getMessage())
+        try:
+            self.env.error(prefix + record.getMessage())
+        except (ValueError, OSError):
+            # The command's stream is gone (an in-process test runner closed
+            # it); a log line is not worth an exception in library code.
+            pass
 
 
 def configure_logging(env: Environment) -> None:

@@ -92,6 +92,10 @@ def build(
     if summary_prompt:
         options.summary_template = load_template_file(summary_prompt, "summary", str(summary_prompt))
         options.summary_template.check({"context_str", "query_str"})
+        if "context_str" not in options.summary_template.template_vars:
+            # Without it the document never reaches the model: every summary
+            # would be paid for and say nothing about its document.
+            raise ConfigError(f"{summary_prompt}: a summary prompt must contain {{context_str}} (where the document goes)")
     llm = common.llm()
     store_path = common.store_path()
     progress = BuildProgress(common.env, enabled=not common.json)

@@ -103,7 +103,7 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         f"cost {cost_text}"
     )
     if report.failures:
-        env.out(f"failed (retried next run): {', '.join(f['path'] for f in report.failures)}")
+        env.out(f"failed (retried next run): {', '.join(sorted(f['path'] for f in report.failures))}")
     if report.skipped_files:
         env.out(f"skipped symlinks: {', '.join(f['path'] for f in report.skipped_files)}")
 

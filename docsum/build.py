@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from docsum.budget import PromptBudget
-from docsum.errors import ConfigError, LLMError, LoadError
+from docsum.errors import ConfigError, ContextLengthError, LLMError, LoadError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.llm import LLM, estimated_cost, track_calls
-from docsum.load import FoundFile, LoadedDocument, discover, load_file
+from docsum.load import SUPPORTED_SUFFIXES, FoundFile, LoadedDocument, discover, load_file
 from docsum.prompts import DEFAULT_SUMMARY_QUERY, SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
 from docsum.retrieve import summary_index_text
 from docsum.schema import CallRecord, Usage
@@ -63,6 +63,7 @@ class FileOutcome:
     prompt_tokens: int = 0
     warnings: list[str] = field(default_factory=list)
     attempts: int = 0  # failed: runs in a row this file has failed (0: not recorded)
+    llm_failed: bool = False  # failed because the LLM server did (not because of the file)
 
 
 @dataclass
@@ -88,7 +89,7 @@ class BuildReport:
         out: dict[str, Any] = {
             "store": self.store,
             "documents": dict(self.counts),
-            "failures": self.failures,
+            "failures": sorted(self.failures, key=lambda f: f["path"]),  # stable, whatever finished first
             "usage": usage.as_dict(),
             "estimated_cost_usd": estimated_cost(self.model, usage.prompt_tokens, usage.completion_tokens),
             "elapsed_s": round(self.elapsed_s, 3),
@@ -202,10 +203,13 @@ class Builder:
         self.budget = PromptBudget(llm.metadata)
 
     # -- deciding what to do ----------------------------------------------
-    def reconcile(self) -> _Reconciled:
+    async def reconcile(self) -> _Reconciled:
         """Split the folder into work to do, documents to remove, and outcomes
-        already known (unchanged files, skipped symlinks, discovery errors)."""
-        discovery = discover(self.options.paths, follow_symlinks=self.options.follow_symlinks)
+        already known (unchanged files, skipped symlinks, discovery errors).
+
+        Walking and hashing run off the event loop, so SIGINT/SIGTERM stay
+        responsive while thousands of touched files are re-hashed."""
+        discovery = await asyncio.to_thread(discover, self.options.paths, follow_symlinks=self.options.follow_symlinks)
         stored = {d.doc_id: d for d in self.store.list_documents()}
         todo: list[_Work] = []
         known: list[FileOutcome] = []
@@ -227,7 +231,7 @@ class Builder:
                 known.append(FileOutcome(found.relpath, "failed", f"cannot stat: {exc.strerror or exc}"))
                 continue
             existing = stored.get(doc_id)
-            state = self._classify(existing, found.path, st) if existing is not None else "changed"
+            state = await self._classify(existing, found.path, st) if existing is not None else "changed"
             if state in ("unchanged", "touched"):
                 known.append(FileOutcome(found.relpath, "unchanged"))
                 if state == "touched":
@@ -248,7 +252,7 @@ class Builder:
         }
         return _Reconciled(todo, to_remove, known, skipped, touched, roots, seen)
 
-    def _classify(self, doc: DocumentRecord, path: Path, st: os.stat_result) -> str:
+    async def _classify(self, doc: DocumentRecord, path: Path, st: os.stat_result) -> str:
         """unchanged | touched (same content, new mtime) | resplit (only the
         split settings changed) | changed (content or summary settings)."""
         if doc.summary_fingerprint != self.summary_fp:
@@ -258,7 +262,7 @@ class Builder:
         if doc.mtime_ns != st.st_mtime_ns:
             # Same size, new mtime (a touch, a copy, a checkout): compare content.
             try:
-                if sha256_of(path) != doc.sha256:
+                if await asyncio.to_thread(sha256_of, path) != doc.sha256:
                     return "changed"
             except OSError:
                 return "changed"  # _process reports why it cannot be read
@@ -270,10 +274,11 @@ class Builder:
     async def run(self) -> BuildReport:
         started = time.monotonic()
         report = BuildReport(str(self.store.path), dry_run=self.options.dry_run, model=self.llm.metadata.model)
-        plan = self.reconcile()
+        plan = await self.reconcile()
         todo, to_remove, known = plan.todo, plan.to_remove, plan.known
         report.skipped = plan.skipped
-        self.reporter.start(len(todo) + len(known), len(todo))
+        removals = 0 if self.options.dry_run else len(to_remove)  # each one is reported as it happens
+        self.reporter.start(len(todo) + len(known) + removals, len(todo))
         for outcome in known:
             self._count(report, outcome)
             self.reporter.file_done(outcome)
@@ -294,6 +299,7 @@ class Builder:
 
         run_id = self.store.start_run("build", {"paths": [str(p) for p in self.options.paths], "model": self.llm.metadata.model})
         status = "interrupted"
+        recorded: set[int] = set()
         with track_calls() as calls:
             try:
                 for doc_id, size, mtime_ns in plan.touched:
@@ -311,23 +317,40 @@ class Builder:
                 # Bound documents in memory at once; requests in flight are bounded
                 # separately (and process-wide) by the LLM's own limit.
                 gate = asyncio.Semaphore(max(2, self.llm.concurrency * 2))
+                breaker = _Breaker()
 
                 async def one(work: _Work) -> None:
                     async with gate:
-                        outcome = await self._process(work)
+                        if breaker.tripped:
+                            return  # not attempted: neither failed nor recorded, tried next run
+                        with track_calls() as doc_calls:
+                            outcome = await self._process(work)
+                    # Usage is committed with the document, so it survives a crash.
+                    for call in doc_calls:
+                        self._record_call(run_id, call, recorded)
+                    breaker.observe(outcome)
                     self._count(report, outcome)
                     self.reporter.file_done(outcome)
 
                 await asyncio.gather(*(one(w) for w in todo))
+                if breaker.tripped:
+                    status = "aborted"
+                    raise LLMError(breaker.message(len(todo) - breaker.seen))
                 status = "ok" if not report.counts["failed"] else "partial"
             finally:
                 report.calls = list(calls)
                 report.elapsed_s = time.monotonic() - started
                 for call in report.calls:
-                    self.store.record_call(run_id, call.kind, call.model, call.prompt_tokens, call.completion_tokens, call.seconds, call.ok)
+                    self._record_call(run_id, call, recorded)
                 self.store.finish_run(run_id, status, report.usage.as_dict(), dict(report.counts))
                 self.reporter.finish()
         return report
+
+    def _record_call(self, run_id: int, call: CallRecord, recorded: set[int]) -> None:
+        if id(call) in recorded:
+            return
+        recorded.add(id(call))
+        self.store.record_call(run_id, call.kind, call.model, call.prompt_tokens, call.completion_tokens, call.seconds, call.ok)
 
     def _count(self, report: BuildReport, outcome: FileOutcome) -> None:
         if outcome.action in report.counts:
@@ -418,7 +441,11 @@ class Builder:
                     raise LLMError("the model returned an empty summary")
                 embedding, embed_model = await self._embed(summary_index_text(rel, loaded.title, summary))
         except LLMError as exc:
-            return self._failed(root, rel, f"summary failed: {exc}")
+            outcome = self._failed(root, rel, f"summary failed: {exc}")
+            # A prompt too long for the model is this document's problem; any
+            # other server failure may be the server's (see _Breaker).
+            outcome.llm_failed = not isinstance(exc, ContextLengthError)
+            return outcome
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             # A malformed answer the client did not catch: this document failed.
             log.debug("summarizing %s failed", rel, exc_info=True)
@@ -493,6 +520,48 @@ class Builder:
             return lexical_vectors([text])[0], LEXICAL_EMBED_MODEL
 
 
+class _Breaker:
+    """Stops a build whose LLM server has not answered once.
+
+    A dead server, a wrong base URL, a bad key or an unknown model fail every
+    document the same way; without a stop, a build over thousands of files
+    would retry each one (with back-off) for hours and record thousands of
+    failures that say nothing about the files. The first TRIP_AFTER documents
+    in a row failing at the server, before any success, stop the build
+    (exit 1); the documents not yet attempted are left for the next run.
+    After one success, failures are per document as usual.
+    """
+
+    TRIP_AFTER = 3
+
+    def __init__(self) -> None:
+        self.streak = 0
+        self.succeeded = False
+        self.seen = 0
+        self.tripped = False
+        self.last_error = ""
+
+    def observe(self, outcome: FileOutcome) -> None:
+        self.seen += 1
+        if outcome.action in ("added", "updated"):
+            self.succeeded = True
+            self.streak = 0
+        elif outcome.action == "failed" and outcome.llm_failed:
+            self.streak += 1
+            self.last_error = outcome.error
+            if not self.succeeded and self.streak >= self.TRIP_AFTER:
+                self.tripped = True
+        elif outcome.action == "failed":
+            self.streak = 0
+
+    def message(self, not_attempted: int) -> str:
+        return (
+            f"stopped: the first {self.streak} documents all failed at the LLM server and none succeeded "
+            f"(last: {self.last_error.removeprefix('summary failed: ')}); "
+            f"{not_attempted} document(s) not attempted, the next build retries them"
+        )
+
+
 def _unexpected(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     if len(text) > 160:
@@ -509,6 +578,11 @@ def _check_paths(paths: list[Path]) -> None:
     missing = [str(p) for p in paths if not os.path.lexists(p)]
     if missing:
         raise ConfigError(f"no such file or directory: {', '.join(missing)}")
+    # A file named directly is meant to be read: do not skip it in silence.
+    unsupported = [str(p) for p in paths if p.is_file() and p.suffix.lower() not in SUPPORTED_SUFFIXES]
+    if unsupported:
+        kinds = ", ".join(sorted(SUPPORTED_SUFFIXES))
+        raise ConfigError(f"unsupported file type: {', '.join(unsupported)} (docsum reads {kinds})")
 
 
 async def build(store_path: Path, llm: LLM, options: BuildOptions, reporter: BuildReporter | None = None) -> BuildReport:

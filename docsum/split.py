@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from docsum.tokens import Tokenizer
@@ -494,9 +494,63 @@ def split_tokens(text: str, chunk_size: int, chunk_overlap: int, tokenizer: Toke
     """Split ``text`` into stripped pieces of at most ``chunk_size`` tokens on
     word boundaries (characters for over-long words), consecutive pieces
     sharing up to ``chunk_overlap`` tokens of whole words."""
+    return list(iter_split_tokens(text, chunk_size, chunk_overlap, tokenizer))
+
+
+# Word atoms cost ~150 bytes each; a whole 50 MB text at once would need well
+# over a gigabyte. Long texts are packed a window at a time instead.
+WINDOW_CHARS = 1 << 20
+
+
+def iter_split_tokens(text: str, chunk_size: int, chunk_overlap: int, tokenizer: Tokenizer) -> Iterator[str]:
+    """The pieces of ``split_tokens``, produced lazily with memory bounded by a
+    window of the text rather than by the whole text (take the first piece of
+    a huge text without splitting all of it).
+
+    A window is packed, every piece but its last is emitted, and the next
+    window starts at that last piece's first atom. That piece began with its
+    overlap and is packed greedily from the same atom in both windows, so the
+    result is the single-pass result, piece for piece (except around a word
+    longer than a whole piece, whose character runs may then fall
+    differently; every piece still respects the limits).
+    """
     _validate(chunk_size, chunk_overlap)
     if not text.strip():
-        return []
+        return
     budget = _make_budget(tokenizer, chunk_size, chunk_overlap)
-    atoms = _word_atoms(text, budget)
-    return [piece for _, _, piece, _ in _pack(text, atoms, budget)]
+    n = len(text)
+    window = max(WINDOW_CHARS, chunk_size * 64)
+    pos = 0
+    last_end = -1
+    while True:
+        end = n if n - pos <= window else _window_end(text, pos, pos + window)
+        segment = text[pos:end]
+        pieces = _pack(segment, _word_atoms(segment, budget), budget)
+        final = end >= n
+        if not final and len(pieces) < 2:
+            window *= 2  # a window must hold at least one finished piece
+            continue
+        for s, e, piece, _ in pieces if final else pieces[:-1]:
+            if pos + e > last_end:
+                last_end = pos + e
+                yield piece
+        if final:
+            return
+        # Restart at the last piece's first atom: word atoms carry the
+        # whitespace before the word, which the piece's text was stripped of.
+        restart = pieces[-1][0]
+        while restart > 0 and segment[restart - 1].isspace():
+            restart -= 1
+        pos += max(restart, 1)
+
+
+def _window_end(text: str, start: int, limit: int) -> int:
+    """A cut at most ``limit``, at the start of a whitespace run when there is
+    one in the second half of the window (so no word is cut in two)."""
+    half = start + (limit - start) // 2
+    cut = max(text.rfind(" ", half, limit), text.rfind("\n", half, limit))
+    if cut <= half:
+        return limit
+    while cut > half and text[cut - 1].isspace():
+        cut -= 1
+    return cut

@@ -330,11 +330,17 @@ class Store:
         if not exists and (not create or readonly):
             raise FileNotFoundError(errno.ENOENT, "no docsum store here", str(path))
 
+        if path.is_dir():
+            raise DocsumError(f"{path}: is a directory, not a docsum store file")
         with _private_umask():
-            if not exists:
-                # Under umask 077 every directory created here is 0700.
-                path.parent.mkdir(parents=True, exist_ok=True)
-            conn = cls._connect(path, readonly)
+            try:
+                if not exists:
+                    # Under umask 077 every directory created here is 0700.
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                conn = cls._connect(path, readonly)
+            except (OSError, sqlite3.OperationalError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise DocsumError(f"{path}: cannot open the store ({reason})") from exc
             try:
                 if not exists:
                     # sqlite creates the file at open; umask already made it
@@ -792,6 +798,12 @@ class Store:
         return [tuple(r) for r in rows] == [("ok",)]
 
 
+def _os_reason(exc: OSError) -> str:
+    if isinstance(exc, FileExistsError) or exc.errno == errno.ENOTDIR:
+        return "a file is in the way: not a folder"
+    return (exc.strerror or str(exc)).lower()
+
+
 class BuildLock:
     """Only one build per store at a time.
 
@@ -819,12 +831,20 @@ class BuildLock:
         if self._fd is not None:
             return
         deadline = time.monotonic() + self.wait_seconds
-        with _private_umask():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with _private_umask():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DocsumError(
+                f"{self.store_path}: cannot create the folder {self.path.parent} ({_os_reason(exc)})"
+            ) from exc
         while True:
             # os.open makes the fd non-inheritable (PEP 446): a child process
             # (a PDF helper, say) must not keep the lock alive after we die.
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError as exc:
+                raise DocsumError(f"{self.store_path}: cannot create the lock file {self.path} ({_os_reason(exc)})") from exc
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

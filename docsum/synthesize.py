@@ -539,10 +539,17 @@ def planned_calls(synth: BaseSynthesizer, query: str, text_chunks: list[str], **
         if len(parts) <= 1:
             return 1
         per_answer = synth.llm.metadata.num_output
+        room = synth.budget.available(template)
         total, level = len(parts), len(parts)
-        while level > 1:
-            room = synth.budget.available(template)
-            level = max(1, -(-level * per_answer // room))
+        # Mirror the synthesizer's own guards: at most MAX_TREE_DEPTH levels, and
+        # a level that does not shrink ends in one final call over what fits.
+        for _ in range(MAX_TREE_DEPTH - 1):
+            nxt = max(1, -(-level * per_answer // room))
+            if nxt >= level:
+                return total + 1
+            level = nxt
             total += level
-        return total
+            if level == 1:
+                return total
+        return total + 1
     return None

@@ -147,11 +147,6 @@ def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.02, what
 # --------------------------------------------------------------------------- the fake server
 
 
-def summary_requests(fake: Any) -> list[Any]:
-    """Chat requests that asked for a document summary."""
-    return [r for r in fake.chat_requests()]
-
-
 def requests_per_marker(requests: Iterable[Any], markers: Sequence[str]) -> dict[str, int]:
     counts = {m: 0 for m in markers}
     for req in requests:

@@ -178,6 +178,15 @@ def test_missing_path_is_a_usage_error_and_prunes_nothing(docs: Path, store: Pat
     assert len(stored_paths(store)) == 4
 
 
+def test_unsupported_file_named_directly_is_a_usage_error(tmp_path: Path, store: Path) -> None:
+    doc = tmp_path / "report.docx"
+    doc.write_bytes(b"PK\x03\x04 not really a docx")
+    result = build(store, doc)
+    assert result.code == 2, result
+    assert "report.docx" in result.stderr and ".pdf" in result.stderr
+    assert not store.exists()
+
+
 # --------------------------------------------------------------------------- settings that change summaries or nodes
 
 
@@ -326,6 +335,19 @@ def test_store_from_a_newer_docsum_is_refused_untouched(docs: Path, store: Path)
         assert store.read_bytes() == before, args
 
 
+def test_unusable_store_locations_are_clear_errors(tmp_path: Path, docs: Path) -> None:
+    directory = tmp_path / "a-directory.sqlite"
+    directory.mkdir()
+    result = run_cli("build", docs, "--store", directory)
+    assert result.code == 1, result
+    assert "is a directory" in result.stderr and "internal error" not in result.stderr
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = run_cli("build", docs, "--store", blocker / "index.sqlite")
+    assert result.code == 1, result
+    assert "a-file" in result.stderr and "internal error" not in result.stderr
+
+
 def test_not_a_store_is_a_clear_error(tmp_path: Path, docs: Path) -> None:
     bogus = tmp_path / "bogus.sqlite"
     bogus.write_text("this is not a database " * 100)
@@ -414,3 +436,61 @@ def test_build_copies_sample_folder_and_reconciles_renames(tmp_path: Path, store
     # A rename is a removal plus an addition (documents are keyed by path).
     assert data["documents"] == {"added": 1, "updated": 0, "unchanged": 7, "removed": 1, "failed": 0}
     assert "renamed_report.txt" in stored_paths(store)
+
+
+def test_summary_prompt_and_language_are_used_and_checked(docs: Path, store: Path, tmp_path: Path,
+                                                          fake_llm: FakeOpenAI) -> None:
+    prompt = tmp_path / "summary.txt"
+    prompt.write_text("PIRATE STYLE. Summarize this for a sailor:\n{context_str}\nTask: {query_str}\n")
+    data = build(store, docs, "--summary-prompt", prompt, *llm_args(fake_llm)).json()
+    assert data["documents"]["added"] == 4
+    assert all(r.prompt.startswith("PIRATE STYLE.") for r in fake_llm.chat_requests())
+
+    fake_llm.reset()
+    data = build(store, docs, "--summary-prompt", prompt, "--summary-language", "Welsh", *llm_args(fake_llm)).json()
+    assert data["documents"]["updated"] == 4  # the language is part of the summary's identity
+    assert all("Write the answer in Welsh." in r.prompt for r in fake_llm.chat_requests())
+
+    fake_llm.reset()
+    for text, needle in (("Summarize {context_str} for {audience}.", "{audience}"),
+                         ("Summarize the document. {query_str}", "{context_str}"),
+                         ("Broken {context_str", "not a valid template")):
+        prompt.write_text(text)
+        result = build(store, docs, "--summary-prompt", prompt, *llm_args(fake_llm))
+        assert result.code == 2, (text, result)
+        assert needle in result.stderr and result.stdout == ""
+    assert fake_llm.requests == []  # refused before any call
+    result = build(store, docs, "--summary-prompt", tmp_path / "missing.txt")
+    assert result.code == 2 and "missing.txt" in result.stderr
+
+
+def test_build_stops_when_the_server_never_answers(docs: Path, store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_docs(docs, 8, start=4)  # 12 documents
+    with FakeOpenAI(responder=lambda body: Reply(status=401, error_message="invalid api key")) as fake:
+        result = build(store, docs, *llm_args(fake), "--concurrency", "1")
+        assert result.code == 1, result
+        assert result.stdout == ""
+        assert "stopped" in result.stderr and "401" in result.stderr and "not attempted" in result.stderr
+        attempted = len(fake.chat_requests())
+        assert 3 <= attempted <= 4  # the first three failures, plus the one already in flight
+        conn = sqlite3.connect(store)
+        assert conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0] == attempted
+        assert conn.execute("SELECT status FROM runs").fetchone()[0] == "aborted"
+        conn.close()
+
+    with FakeOpenAI() as fake:  # the server is back: everything is built
+        result = build(store, docs, *llm_args(fake))
+        assert result.code == 0, result
+        assert result.json()["documents"]["added"] == 12
+
+
+def test_failures_after_a_success_are_per_document(docs: Path, store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCSUM_MAX_RETRIES", "0")
+    with FakeOpenAI() as fake:
+        fake.script("A good summary of the first document.", *[Reply(status=500)] * 10)
+        result = build(store, docs, *llm_args(fake), "--concurrency", "1")
+        assert result.code == 3, result
+        data = result.json()
+        assert data["documents"]["added"] == 1 and data["documents"]["failed"] == 3
+        assert all("500" in f["error"] for f in data["failures"])
+        assert len(fake.chat_requests()) == 4

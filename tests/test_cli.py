@@ -5,6 +5,7 @@ configuration display, and keeping an API key out of every output and file."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -229,12 +230,19 @@ def test_api_key_never_leaves_the_process(tmp_path: Path, monkeypatch: pytest.Mo
         assert "401" in result.stdout
         outputs += [result.stdout, result.stderr]
 
-    # An internal error, with the traceback (-v): the store path is a directory.
-    broken = tmp_path / "a-directory.sqlite"
-    broken.mkdir()
-    result = run_cli("build", folder, "--store", broken, "--base-url", "http://127.0.0.1:9/v1", "-v")
-    assert result.code != 0
-    outputs += [result.stdout, result.stderr]
+    # An internal error (a bug) whose message carries the key, with and without -v.
+    import docsum.build
+
+    def buggy_discover(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(f"bug while holding {os.environ['OPENAI_API_KEY']}")
+
+    monkeypatch.setattr(docsum.build, "discover", buggy_discover)
+    for verbose in ([], ["-v"]):
+        result = run_cli("build", folder, "--store", store, "--base-url", "http://127.0.0.1:9/v1", *verbose)
+        assert result.code == 1, result
+        assert "internal error: RuntimeError: bug while holding ***" in result.stderr
+        assert ("Traceback" in result.stderr) == bool(verbose)
+        outputs += [result.stdout, result.stderr]
 
     _assert_no_key(*outputs)
     shown = run_cli("config", "show", "--json")

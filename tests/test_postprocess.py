@@ -258,9 +258,8 @@ def station_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def choose_by_tag(body: dict[str, Any]) -> str:
-    """Choice, rerank: rate each numbered text by its rN tag (a document's
-    nodes all carry the tag through the title only in node 0, so rerank rates
-    other nodes by the station word); compress: NO_OUTPUT; answer: fixed."""
+    """Choice: rate each numbered summary by its rN tag (alpha 9 ... delta 3);
+    rerank: leave every passage out; compress: NO_OUTPUT; answers: fixed."""
     prompt = user_text(body)
     if "numbered list of documents" in prompt:
         picks = [{"doc": n, "relevance": int(m.group(1))} for n, t in blocks(prompt).items() if (m := re.search(r"\br(\d+)\b", t))]

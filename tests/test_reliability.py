@@ -15,7 +15,6 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -270,6 +269,8 @@ def test_sigkill_mid_build_then_resume_summarizes_only_the_rest(tmp_path: Path, 
             done = {d.path for d in docs}
             assert all(d.summary and d.embedding is not None for d in docs)
             assert all(nodes for nodes in s.nodes_for([d.doc_id for d in docs]).values())
+            # The killed run's usage was committed with each document.
+            assert len(s.calls(s.runs(1)[0]["id"])) >= len(docs)
         assert kill_after <= len(done) < N_DOCS
         done_markers = {f"DOCMARK{int(p[3:6]):03d}" for p in done}
         first_run = requests_per_marker(fake.chat_requests(), _markers())
@@ -372,6 +373,33 @@ def test_wait_gives_up_with_exit_4(tmp_path: Path) -> None:
         finally:
             first.kill()
             first.communicate(timeout=30)
+
+
+# --------------------------------------------------------------------------- big input
+
+
+def test_windowed_split_of_a_long_text_equals_the_single_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    import docsum.split as split_mod
+    from docsum.tokens import tokenizer_for_model
+
+    tok = tokenizer_for_model("gpt-4")
+    rng = random.Random(7)
+    vocabulary = "the harbour ferry tide 1,000 e.g. http://a.b/c Ärzte 東京 🙂 supercalifragilistic".split()
+    words = []
+    for _ in range(20000):
+        words.append(rng.choice(vocabulary))
+        r = rng.random()
+        words.append("\n\n" if r < 0.05 else ".  " if r < 0.1 else "x" * rng.randint(50, 2000) if r < 0.105 else "")
+    text = " ".join(words)
+    for size, overlap in ((64, 8), (400, 60)):
+        monkeypatch.setattr(split_mod, "WINDOW_CHARS", 10**9)
+        single = split_mod.split_tokens(text, size, overlap, tok)
+        monkeypatch.setattr(split_mod, "WINDOW_CHARS", 30_000)
+        windowed = split_mod.split_tokens(text, size, overlap, tok)
+        assert windowed == single
+        assert next(split_mod.iter_split_tokens(text, size, overlap, tok)) == single[0]
 
 
 # --------------------------------------------------------------------------- big input (opt-in)

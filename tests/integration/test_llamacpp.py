@@ -26,6 +26,10 @@ if not BASE_URL:
     pytest.skip("DOCSUM_IT_BASE_URL is not set (see .ci/integration)", allow_module_level=True)
 
 
+# The model is slow on 2 cores: short answers keep the suite to a few minutes.
+SERVER = ("--model", "gemma", "--context-window", "4096", "--max-output-tokens", "48")
+
+
 def docsum(*args: str, env_extra: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run(
@@ -41,7 +45,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("railway_trust_minutes_2019-10.txt", "brindle_and_daughter_bakery.md", "library_renovation_fact_sheet.pdf"):
         shutil.copy(REPO / "sample_data" / "docs" / name, docs / name)
     path = home / "it.sqlite"
-    done = docsum("build", str(docs), "--store", str(path), "--base-url", BASE_URL, "--model", "gemma", "--context-window", "4096", "--json")
+    done = docsum("build", str(docs), "--store", str(path), "--base-url", BASE_URL, *SERVER, "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["documents"]["added"] == 3
@@ -58,8 +62,7 @@ def test_rebuild_is_free(store: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_answers(store: Path, mode: str) -> None:
     done = docsum(
-        "ask", "When was the surplus auction held?", "--store", str(store), "--base-url", BASE_URL, "--model", "gemma",
-        "--context-window", "4096", "--mode", mode, "--json",
+        "ask", "When was the surplus auction held?", "--store", str(store), "--base-url", BASE_URL, *SERVER, "--mode", mode, "--json",
     )
     assert done.returncode in (0, 5), done.stderr
     result = json.loads(done.stdout)
@@ -73,8 +76,7 @@ def test_every_mode_answers(store: Path, mode: str) -> None:
 
 def test_streaming_prints_the_answer(store: Path) -> None:
     done = docsum(
-        "ask", "What did the bakery buy?", "--store", str(store), "--base-url", BASE_URL, "--model", "gemma",
-        "--context-window", "4096", "--stream",
+        "ask", "What did the bakery buy?", "--store", str(store), "--base-url", BASE_URL, *SERVER, "--stream",
     )
     assert done.returncode == 0, done.stderr
     answer = done.stdout.split("\nSources:")[0]
@@ -84,8 +86,7 @@ def test_streaming_prints_the_answer(store: Path) -> None:
 
 def test_llm_retriever_parses_or_falls_back(store: Path) -> None:
     done = docsum(
-        "ask", "Who designed the library renovation?", "--store", str(store), "--base-url", BASE_URL, "--model", "gemma",
-        "--context-window", "4096", "--retriever", "llm", "--json",
+        "ask", "Who designed the library renovation?", "--store", str(store), "--base-url", BASE_URL, *SERVER, "--retriever", "llm", "--json",
     )
     assert done.returncode in (0, 5), done.stderr
     json.loads(done.stdout)
