@@ -13,7 +13,7 @@ import logging
 
 from docsum.llm import LLMMetadata, PER_MESSAGE_TOKENS, REPLY_PRIMER_TOKENS
 from docsum.prompts import PromptTemplate
-from docsum.split import split_tokens
+from docsum.split import iter_split_tokens, split_tokens
 
 log = logging.getLogger("docsum")
 
@@ -62,7 +62,11 @@ class PromptBudget:
             return []
         size = self.available(template, extra_tokens=extra_tokens)
         joined = "\n\n".join(texts)
-        if self.tokenizer.count(joined) <= size:
+        # Only count the whole text when it could plausibly fit: encoding a
+        # 50 MB document in one go just to learn it does not fit costs far more
+        # memory than the split below (no token spans more than 16 characters
+        # often enough to matter; split_tokens verifies every piece anyway).
+        if len(joined) <= size * 16 and self.tokenizer.count(joined) <= size:
             return [joined]
         return split_tokens(joined, size, int(size * self.overlap_ratio), self.tokenizer)
 
@@ -79,6 +83,6 @@ class PromptBudget:
             if self.tokenizer.count(text) <= size:
                 out.append(text)
             else:
-                out.append(split_tokens(text, size, 0, self.tokenizer)[0])
+                out.append(next(iter_split_tokens(text, size, 0, self.tokenizer)))
                 cut = True
         return out, cut

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import re
 import time
 import weakref
 from dataclasses import dataclass
@@ -222,7 +223,7 @@ class OpenAILLM(LLM):
         self._stream_usage_supported = True
 
     def __repr__(self) -> str:
-        return f"OpenAILLM(model={self.metadata.model!r}, base_url={self.base_url!r})"
+        return f"OpenAILLM(model={self.metadata.model!r}, base_url={self._where()!r})"
 
     def _client(self) -> Any:
         import openai  # imported here: the offline path never pays for it
@@ -240,7 +241,10 @@ class OpenAILLM(LLM):
         return client
 
     def _where(self) -> str:
-        return self.base_url or "api.openai.com"
+        if not self.base_url:
+            return "api.openai.com"
+        # A URL can carry credentials (https://user:secret@host/v1): never show them.
+        return re.sub(r"//[^/@]*@", "//***@", self.base_url)
 
     def _translate(self, exc: Exception) -> LLMError:
         return self._scrub(self._translate_raw(exc))
