@@ -40,7 +40,7 @@ _DOC_BLOCK = re.compile(r"^Document (\d+):\s*$", re.MULTILINE)
 class ExtractiveLLM(LLM):
     # Part of the summary fingerprint: bump it when summaries would come out
     # differently, so stores re-summarize instead of keeping stale ones.
-    version = "3"
+    version = "4"
 
     def __init__(self, context_window: int | None = None, num_output: int | None = None, concurrency: int = 8) -> None:
         metadata = LLMMetadata(
@@ -114,7 +114,7 @@ class ExtractiveLLM(LLM):
             if found:
                 names = "Key names: " + ", ".join(found) + "."
                 budget -= self.metadata.tokenizer.count(names) + 1
-        chosen = _select(query, sentences(context), max(16, budget), self.metadata.tokenizer)
+        chosen = _select(query, sentences(context), max(16, budget), self.metadata.tokenizer, focused=order == "score")
         if order == "document":
             chosen.sort(key=lambda item: item[0])
         body = " ".join(text for _, text in chosen)
@@ -133,7 +133,7 @@ class ExtractiveLLM(LLM):
             new = [s for s in new if q & set(terms(s))]
             if not new:
                 return existing
-        chosen = _select(query, old + new, self.metadata.num_output, self.metadata.tokenizer, prefer=len(old))
+        chosen = _select(query, old + new, self.metadata.num_output, self.metadata.tokenizer, prefer=len(old), focused=True)
         if {text for _, text in chosen} <= set(old):
             return existing  # the new material adds nothing better: keep the answer as it was
         return " ".join(text for _, text in chosen)
@@ -188,10 +188,26 @@ def _relevance_of(query: str, text: str) -> float:
     return len(q & set(terms(text))) / len(q) if q else 0.0
 
 
-def _select(query: str, candidates: list[str], budget: int, tokenizer: Any, prefer: int = 0) -> list[tuple[int, str]]:
+_WANTS_NUMBER = re.compile(
+    r"\bhow (?:much|many|long|far|old|tall|high|big|large|often)\b|\bwhen\b|\bwhat (?:year|date|day|time|price|cost|amount|percentage)\b"
+    r"|\b(?:price|cost|paid|pay|amount|total|number|percent|rate|date|year)\b",
+    re.IGNORECASE,
+)
+_HAS_NUMBER = re.compile(r"\d")
+# An answer is a few good sentences, not a page: stop at this many, and skip
+# sentences scoring below this share of the best one.
+MAX_ANSWER_SENTENCES = 6
+RELATIVE_FLOOR = 0.4
+
+
+def _select(
+    query: str, candidates: list[str], budget: int, tokenizer: Any, prefer: int = 0, focused: bool = False
+) -> list[tuple[int, str]]:
     """Pick sentences by query relevance plus centrality, without near-repeats,
     until the output budget is used. Returns (position, sentence) pairs, best first.
-    The first `prefer` candidates (an existing answer) win ties."""
+    The first `prefer` candidates (an existing answer) win ties. `focused` is for
+    answers: sentences with figures rank up for how-much/when questions, and the
+    answer stops at a few sentences close to the best one."""
     seen: set[str] = set()
     unique: list[tuple[int, str]] = []
     for i, s in enumerate(candidates):
@@ -209,6 +225,7 @@ def _select(query: str, candidates: list[str], budget: int, tokenizer: Any, pref
         centroid.update({t: idf[t] for t in bag})
     c_norm = math.sqrt(sum(v * v for v in centroid.values())) or 1.0
     any_overlap = any(q & bag.keys() for bag in bags)
+    wants_number = bool(_WANTS_NUMBER.search(query))
 
     scored = []
     for (pos, text), bag in zip(unique, bags):
@@ -217,6 +234,8 @@ def _select(query: str, candidates: list[str], budget: int, tokenizer: Any, pref
         central = sum(v * centroid[t] for t, v in vec.items()) / (norm * c_norm)
         relevance = sum(idf.get(t, 1.0) for t in q if t in bag) / q_weight
         score = (0.75 * relevance + 0.25 * central) if any_overlap else central
+        if focused and wants_number and relevance > 0 and _HAS_NUMBER.search(text):
+            score += 0.2
         if len(bag) < 3:
             score *= 0.5  # fragments such as headings rarely answer anything
         if pos < prefer:
@@ -227,8 +246,11 @@ def _select(query: str, candidates: list[str], budget: int, tokenizer: Any, pref
     chosen: list[tuple[int, str]] = []
     chosen_terms: list[set[str]] = []
     used = 0
+    best = scored[0][0] if scored else 0.0
     for score, pos, text, bag in scored:
         if any_overlap and score <= 0:
+            break
+        if focused and chosen and (len(chosen) >= MAX_ANSWER_SENTENCES or score < RELATIVE_FLOOR * best):
             break
         if any(bag and len(bag & other) / len(bag | other) > 0.6 for other in chosen_terms):
             continue
