@@ -219,8 +219,7 @@ class OpenAILLM(LLM):
         self.max_retries = max_retries
         self.temperature = temperature
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
-        self._json_mode_supported = True
-        self._stream_usage_supported = True
+        self._unsupported: set[str] = set()  # request options this server refused
 
     def __repr__(self) -> str:
         return f"OpenAILLM(model={self.metadata.model!r}, base_url={self._where()!r})"
@@ -287,24 +286,12 @@ class OpenAILLM(LLM):
             "max_tokens": self.metadata.num_output,
             "temperature": self.temperature,
         }
-        if json_mode and self._json_mode_supported:
+        if json_mode and "response_format" not in self._unsupported:
             params["response_format"] = {"type": "json_object"}
         async with self.limiter:
             started = time.monotonic()
             try:
-                try:
-                    resp = await self._client().chat.completions.create(**params)
-                except openai.BadRequestError as exc:
-                    # Some local servers reject response_format; ask again without
-                    # it and parse the JSON tolerantly instead. Only when the
-                    # error is about that option: any other 400 (bad model name,
-                    # prompt too long) must surface, not silently disable JSON mode.
-                    if "response_format" in params and _mentions(exc, "response_format", "json") and not _is_context_error(exc):
-                        self._json_mode_supported = False
-                        params.pop("response_format")
-                        resp = await self._client().chat.completions.create(**params)
-                    else:
-                        raise
+                resp = await self._create(params, "response_format", ("response_format", "json"))
             except (openai.OpenAIError, ValueError) as exc:
                 self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
                 raise self._translate(exc) from None
@@ -314,6 +301,23 @@ class OpenAILLM(LLM):
             text = choices[0].message.content or ""
         self._record_usage(template.kind, messages, text, getattr(resp, "usage", None), time.monotonic() - started)
         return text
+
+    async def _create(self, params: dict[str, Any], option: str, words: tuple[str, ...]) -> Any:
+        """One chat request. Some local servers reject `response_format` or
+        `stream_options`: then ask again without that option (and remember not
+        to send it), parsing JSON tolerantly instead. Only when the error is
+        about that option: any other 400 (bad model name, prompt too long) must
+        surface, not silently switch a feature off."""
+        import openai
+
+        try:
+            return await self._client().chat.completions.create(**params)
+        except openai.BadRequestError as exc:
+            if option not in params or not _mentions(exc, *words) or _is_context_error(exc):
+                raise
+            self._unsupported.add(option)
+            params.pop(option)
+            return await self._client().chat.completions.create(**params)
 
     def _record_usage(self, kind: str, messages: list[dict[str, str]], text: str, usage: Any, seconds: float) -> None:
         if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
@@ -343,7 +347,7 @@ class OpenAILLM(LLM):
             "temperature": self.temperature,
             "stream": True,
         }
-        if self._stream_usage_supported:
+        if "stream_options" not in self._unsupported:
             params["stream_options"] = {"include_usage": True}
         parts: list[str] = []
         usage: Any = None
@@ -351,17 +355,7 @@ class OpenAILLM(LLM):
         async with self.limiter:
             started = time.monotonic()
             try:
-                try:
-                    stream = await self._client().chat.completions.create(**params)
-                except openai.BadRequestError as exc:
-                    # As for response_format: retry without the option only when
-                    # the server complained about it.
-                    if "stream_options" in params and _mentions(exc, "stream_options", "include_usage") and not _is_context_error(exc):
-                        self._stream_usage_supported = False
-                        params.pop("stream_options")
-                        stream = await self._client().chat.completions.create(**params)
-                    else:
-                        raise
+                stream = await self._create(params, "stream_options", ("stream_options", "include_usage"))
                 opened = True
                 async for chunk in stream:
                     if getattr(chunk, "usage", None) is not None:

@@ -40,7 +40,7 @@ def _fields(text: str) -> list[str]:
         # "{a.b}" or "{a[0]}" would be attribute access; we only support plain names.
         base = name.split(".")[0].split("[")[0]
         if not base:
-            raise ConfigError(f"template has a positional field '{{}}'; name it, e.g. {{context_str}}")
+            raise ConfigError("template has a positional field '{}'; name it, e.g. {context_str}")
         if base not in names:
             names.append(base)
     return names

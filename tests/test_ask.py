@@ -26,7 +26,7 @@ from docsum.errors import ConfigError
 from docsum.extractive import ExtractiveLLM
 from docsum.llm import OpenAILLM
 from docsum.prompts import EMOTION_STIMULI
-from fakeopenai import FakeOpenAI, Reply
+from fakeopenai import FakeOpenAI
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "sample_data" / "docs"
 QUESTION = "When did the library reopen after the renovation?"

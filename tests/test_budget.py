@@ -18,17 +18,6 @@ from docsum.prompts import REFINE_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT,
 # Short words (never split into characters), newlines and paragraph breaks,
 # punctuation that BPE likes to merge across boundaries, and braces.
 
-@pytest.fixture(autouse=True)
-def _docsum_logger_reaches_caplog(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI's configure_logging (cli/env.py) replaces the "docsum" logger's
-    handlers with one bound to that command's stderr and turns propagation
-    off, and nothing undoes it; after any in-process CLI test, warnings would
-    go to a closed stream instead of caplog. Restore a neutral logger here."""
-    logger = logging.getLogger("docsum")
-    monkeypatch.setattr(logger, "handlers", [])
-    monkeypatch.setattr(logger, "propagate", True)
-    monkeypatch.setattr(logger, "level", logging.NOTSET)
-
 _WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzAÉé0123456789.,;:!?-'\"{}()", min_size=1, max_size=9)
 _SEPS = st.sampled_from([" ", " ", " ", "  ", "\n", "\n\n", " \n ", "\t"])
 

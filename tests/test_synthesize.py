@@ -41,17 +41,6 @@ from docsum.synthesize import (
 from fakeopenai import FakeOpenAI, RecordedRequest, Reply, word_count
 
 
-@pytest.fixture(autouse=True)
-def _docsum_logger_reaches_caplog(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI's configure_logging (cli/env.py) replaces the "docsum" logger's
-    handlers with one bound to that command's stderr and turns propagation
-    off, and nothing undoes it; after any in-process CLI test, warnings would
-    go to a closed stream instead of caplog. Restore a neutral logger here."""
-    logger = logging.getLogger("docsum")
-    monkeypatch.setattr(logger, "handlers", [])
-    monkeypatch.setattr(logger, "propagate", True)
-    monkeypatch.setattr(logger, "level", logging.NOTSET)
-
 WINDOW = 600
 OUTPUT = 64
 Q = "What do the records say?"
