@@ -20,7 +20,7 @@ from docsum.errors import ConfigError, ExitCode
 from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
 from docsum.schema import ResponseStatus
 from docsum.store import Store
-from docsum.synthesize import ResponseMode
+from docsum.synthesize import ResponseMode, load_synthesizer_class
 
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.
@@ -142,8 +142,7 @@ def ask(
     answer goes to stdout, then its sources; --json prints one JSON document.
     Exit 5 when there is nothing to answer from (empty store, no document
     chosen, everything filtered, nothing satisfied the question)."""
-    if mode not in MODES:
-        raise ConfigError(f"unknown --mode {mode!r}; choose one of {', '.join(MODES)}")
+    custom = None if mode in MODES else load_synthesizer_class(mode)
     settings = common.settings
     env = common.env
     streaming = (env.stdout_isatty if stream is None else stream) and not common.json
@@ -166,6 +165,8 @@ def ask(
         stream=streaming,
     )
     llm = common.llm()
+    if custom is not None:
+        options.synthesizer = custom(llm, streaming=streaming)
     store_path = common.store_path()
     explain_to = (lambda msg: env.error(f"explain: {msg}")) if explain else None
     progress_to = env.info if env.verbose or explain else None

@@ -277,7 +277,10 @@ async def _answer(
         {"doc_id": n.node.doc_id, "path": n.node.path, "pages": list(n.node.pages), "score": n.score, "text": n.node.text}
         for n in response.source_nodes
     ]
-    mode = options.mode if options.synthesizer is None else type(synth).__name__
+    builtin = options.mode in {m.value for m in ResponseMode}
+    # A custom synthesizer is reported by what the user named (module:Class or
+    # an entry point), or by its class name when it came in through the library.
+    mode = options.mode if options.synthesizer is None or not builtin else type(synth).__name__
     result = AskResult(
         question, response.response, response.status, response.reason, mode, found.retriever,
         sources=sources, plan=plan, **base,

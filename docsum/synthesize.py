@@ -523,6 +523,38 @@ def get_response_synthesizer(
     )
 
 
+ENTRY_POINT_GROUP = "docsum.synthesizers"
+
+
+def load_synthesizer_class(spec: str) -> type[BaseSynthesizer]:
+    """A custom synthesizer named on the command line: either a name another
+    package registered under the `docsum.synthesizers` entry point group, or an
+    import path `package.module:ClassName`."""
+    import importlib
+    from importlib.metadata import entry_points
+
+    target: Any = None
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == spec:
+            target = ep.load()
+            break
+    if target is None and ":" in spec:
+        module_name, _, attr = spec.partition(":")
+        try:
+            target = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"cannot load synthesizer {spec!r}: {exc}") from None
+    if target is None:
+        names = ", ".join(m.value for m in ResponseMode)
+        raise ConfigError(
+            f"unknown response mode {spec!r}; choose one of {names}, a registered "
+            f"{ENTRY_POINT_GROUP} name, or module:Class"
+        )
+    if not (isinstance(target, type) and issubclass(target, BaseSynthesizer)):
+        raise ConfigError(f"{spec!r} is not a BaseSynthesizer subclass")
+    return target
+
+
 def planned_calls(synth: BaseSynthesizer, query: str, text_chunks: list[str], **kw: Any) -> int | None:
     """LLM calls this synthesizer will make for these chunks, where that is known
     before running (tree_summarize's upper levels depend on the answers: we count
