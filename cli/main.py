@@ -169,7 +169,9 @@ def ask(
         options.synthesizer = custom(llm, streaming=streaming)
     store_path = common.store_path()
     explain_to = (lambda msg: env.error(f"explain: {msg}")) if explain else None
-    progress_to = env.info if env.verbose or explain else None
+    # Intermediate calls (refine steps, tree levels) are progress: shown on a
+    # terminal, with -v or --explain elsewhere; never on stdout.
+    progress_to = env.info if env.verbose or explain or env.stderr_isatty else None
 
     async def go():  # type: ignore[no-untyped-def]
         try:
