@@ -20,7 +20,7 @@ from docsum.errors import ConfigError, ExitCode
 from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
 from docsum.schema import ResponseStatus
 from docsum.store import Store
-from docsum.synthesize import ResponseMode, load_synthesizer_class
+from docsum.synthesize import EMPTY_ANSWER_REASON, ResponseMode, load_synthesizer_class
 
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.
@@ -176,7 +176,11 @@ def ask(
     async def go():  # type: ignore[no-untyped-def]
         try:
             result = await ask_question(store_path, llm, question, options, explain=explain_to, progress=progress_to)
+            streamed = result.stream is not None
             await print_answer(env, result, as_json=common.json)
+            if streamed and result.status is ResponseStatus.OK and not result.answer.strip():
+                # Only known once the stream is drained (see BaseSynthesizer.asynthesize).
+                result.status, result.reason = ResponseStatus.EMPTY, EMPTY_ANSWER_REASON
             return result
         finally:
             await llm.aclose()

@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 from docsum.budget import PromptBudget
-from docsum.errors import ConfigError
+from docsum.errors import ConfigError, ContextLengthError
 from docsum.llm import LLM, track_calls
 from docsum.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
 from docsum.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
@@ -27,6 +27,8 @@ log = logging.getLogger("docsum")
 # Room a question may take in the prompt: at most this share of the context
 # window left after the answer's budget, so the documents still fit beside it.
 MAX_QUESTION_SHARE = 0.5
+T = TypeVar("T")
+
 # Names the synthesizers fill in themselves; a --var cannot set them.
 RESERVED_VARIABLES = frozenset({"query_str", "context_str", "context_msg", "existing_answer"})
 
@@ -191,6 +193,23 @@ async def _with_calls(stream: AsyncIterator[str], calls: list[CallRecord]) -> As
         _active_sinks.reset(token)
 
 
+async def _in_step(step: str, work: Awaitable[T]) -> T:
+    """Run one stage; a prompt too long for the model says which stage sent it
+    (the remedy differs: a smaller --choice-batch-size, --rerank, a window)."""
+    try:
+        return await work
+    except ContextLengthError as exc:
+        raise ContextLengthError(f"{step}: {exc}") from None
+
+
+async def _stream_in_step(step: str, stream: AsyncIterator[str]) -> AsyncIterator[str]:
+    try:
+        async for piece in stream:
+            yield piece
+    except ContextLengthError as exc:
+        raise ContextLengthError(f"{step}: {exc}") from None
+
+
 async def _answer(
     store: Store,
     llm: LLM,
@@ -201,10 +220,10 @@ async def _answer(
     explain: Callable[[str], None] | None,
 ) -> AskResult:
     say = explain or (lambda _msg: None)
-    found: Retrieval = await retrieve(
+    found: Retrieval = await _in_step(f"retrieval ({options.retriever})", retrieve(
         options.retriever, llm, question, entries,
         top_k=options.top_k, batch_size=options.choice_batch_size, candidates=options.candidates,
-    )
+    ))
     candidates = [
         {"doc_id": c.doc_id, "path": c.path, "score": c.score, "chosen": c.chosen, "summary": c.summary}
         for c in found.candidates
@@ -239,10 +258,10 @@ async def _answer(
         nodes, report = similarity_cutoff(nodes, options.cutoff)
         steps.append(report)
     if options.rerank and nodes:
-        nodes, report = await llm_rerank(llm, question, nodes, options.rerank)
+        nodes, report = await _in_step("rerank", llm_rerank(llm, question, nodes, options.rerank))
         steps.append(report)
     if options.compress and nodes:
-        nodes, report = await compress(llm, question, nodes)
+        nodes, report = await _in_step("compress", compress(llm, question, nodes))
         steps.append(report)
     if options.reorder and nodes:
         nodes, report = long_context_reorder(nodes)
@@ -272,7 +291,8 @@ async def _answer(
         f"{'?' if planned_total is None else planned_total} LLM call(s) in {options.mode} mode"
     )
 
-    response: Response = await synth.asynthesize(question, nodes, **options.variables)
+    answer_step = f"answer ({options.mode})" if options.synthesizer is None else "answer"
+    response: Response = await _in_step(answer_step, synth.asynthesize(question, nodes, **options.variables))
     sources = [
         {"doc_id": n.node.doc_id, "path": n.node.path, "pages": list(n.node.pages), "score": n.score, "text": n.node.text}
         for n in response.source_nodes
@@ -288,10 +308,12 @@ async def _answer(
     if response.status is not ResponseStatus.OK:
         return result
     if response.stream is not None:
-        result.stream = response.stream
+        result.stream = _stream_in_step(answer_step, response.stream)
         return result
     if polishing and result.answer.strip():
-        await _polish(llm, question, result, nodes, options.stream)
+        await _in_step("polish", _polish(llm, question, result, nodes, options.stream))
+        if result.stream is not None:
+            result.stream = _stream_in_step("polish", result.stream)
     return result
 
 

@@ -201,6 +201,7 @@ class Builder:
         self.template, self.query = summary_template_for(options)
         self.summarizer = TreeSummarize(llm, summary_template=self.template)
         self.budget = PromptBudget(llm.metadata)
+        self._embed_dims: dict[str, int] = {}  # embedding model -> size of the vectors the store holds
 
     # -- deciding what to do ----------------------------------------------
     async def reconcile(self) -> _Reconciled:
@@ -439,7 +440,7 @@ class Builder:
                 summary = summary.strip()
                 if not summary:
                     raise LLMError("the model returned an empty summary")
-                embedding, embed_model = await self._embed(summary_index_text(rel, loaded.title, summary))
+                embedding, embed_model = await self._embed(summary_index_text(rel, loaded.title, summary), rel)
         except LLMError as exc:
             outcome = self._failed(root, rel, f"summary failed: {exc}")
             # A prompt too long for the model is this document's problem; any
@@ -505,19 +506,41 @@ class Builder:
         self.store.put_document(record, nodes)
         return FileOutcome(rel, "updated", nodes=len(nodes), warnings=loaded.warnings)
 
-    async def _embed(self, text: str) -> tuple[Any, str]:
+    async def _embed(self, text: str, rel: str = "") -> tuple[Any, str]:
         model = self.llm.metadata.embed_model
         if model == LEXICAL_EMBED_MODEL:
             return lexical_vectors([text])[0], LEXICAL_EMBED_MODEL
         try:
-            return (await self.llm.aembed([text]))[0], model
+            vector = (await self.llm.aembed([text]))[0]
+            expected = self._embed_dim(model)
+            if expected is not None and vector.shape[-1] != expected:
+                # One vector of another size makes the whole summary matrix
+                # unusable (ask would fall back to lexical scoring for all).
+                raise LLMError(
+                    f"the embedding server returned {vector.shape[-1]} dimensions, "
+                    f"the store's other {model} vectors have {expected}"
+                )
+            self._embed_dims.setdefault(model, int(vector.shape[-1]))
+            return vector, model
         except (LLMError, ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             # Summaries are the expensive part; do not throw one away because the
             # embedding endpoint failed or answered nonsense. Lexical vectors
             # keep retrieval working.
             reason = str(exc) if isinstance(exc, LLMError) else _unexpected(exc)
-            log.warning("embedding failed (%s); storing lexical vectors for this summary", reason)
+            log.warning("embedding failed%s (%s); storing lexical vectors for this summary", f" for {rel}" if rel else "", reason)
             return lexical_vectors([text])[0], LEXICAL_EMBED_MODEL
+
+    def _embed_dim(self, model: str) -> int | None:
+        """Size of the `model` vectors already in the store (None: none yet)."""
+        if model not in self._embed_dims:
+            row = self.store.conn.execute(
+                "SELECT length(embedding) FROM documents WHERE embedding_model = ? AND embedding IS NOT NULL LIMIT 1",
+                (model,),
+            ).fetchone()
+            if row is None or not row[0]:
+                return None
+            self._embed_dims[model] = int(row[0]) // 4  # little-endian float32
+        return self._embed_dims[model]
 
 
 class _Breaker:

@@ -268,12 +268,22 @@ class OpenAILLM(LLM):
         if isinstance(exc, openai.APIStatusError):
             message = _one_line(self._redact(_error_message(exc)))
             if _is_context_error(exc):
-                return ContextLengthError(f"prompt too long for {self.metadata.model}: {message}")
+                return ContextLengthError(
+                    f"prompt too long for {self.metadata.model} (docsum sized it for a "
+                    f"{self.metadata.context_window}-token window; set --context-window to the model's): {message}"
+                )
             return LLMError(f"LLM server {self._where()} answered {exc.status_code}: {message}")
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(f"LLM server {self._where()} timed out after {self.timeout:g}s (retried {self.max_retries}x)")
         if isinstance(exc, openai.APIConnectionError):
-            return LLMError(f"cannot reach LLM server {self._where()}: {_one_line(self._redact(str(exc.__cause__ or exc)))}")
+            cause = _one_line(self._redact(str(exc.__cause__ or exc)))
+            if _broke_off(exc.__cause__):
+                # The server was reached and began answering: "cannot reach"
+                # would send the user chasing a network problem.
+                return LLMError(f"connection to LLM server {self._where()} broke off mid-response: {cause}")
+            return LLMError(f"cannot reach LLM server {self._where()}: {cause}")
+        if isinstance(exc, ValueError):  # a body that is not JSON (json.JSONDecodeError)
+            return LLMError(f"LLM server {self._where()} sent a malformed response (not JSON: {_one_line(self._redact(str(exc)))})")
         return LLMError(f"LLM request failed: {_one_line(self._redact(str(exc)))}")
 
     async def apredict(self, template: PromptTemplate, *, json_mode: bool = False, **values: Any) -> str:
@@ -295,10 +305,13 @@ class OpenAILLM(LLM):
             except (openai.OpenAIError, ValueError) as exc:
                 self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
                 raise self._translate(exc) from None
-        text = ""
-        choices = getattr(resp, "choices", None) or []
-        if choices and getattr(choices[0], "message", None) is not None:
-            text = choices[0].message.content or ""
+        choices = getattr(resp, "choices", None)
+        if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
+            # JSON, but not a chat completion (an error page, a proxy's own
+            # reply): a fault of the server, not an empty answer.
+            self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
+            raise LLMError(f"LLM server {self._where()} sent a malformed response (a completion without choices)")
+        text = choices[0].message.content or ""
         self._record_usage(template.kind, messages, text, getattr(resp, "usage", None), time.monotonic() - started)
         return text
 
@@ -391,7 +404,7 @@ class OpenAILLM(LLM):
             return lexical_vectors(texts)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        rows: list[list[float]] = []
+        rows: list[np.ndarray] = []
         batch = 64
         for start in range(0, len(texts), batch):
             chunk = [t if t.strip() else " " for t in texts[start : start + batch]]
@@ -399,13 +412,19 @@ class OpenAILLM(LLM):
                 began = time.monotonic()
                 try:
                     resp = await self._client().embeddings.create(model=self.metadata.embed_model, input=chunk)
-                except openai.OpenAIError as exc:
+                except (openai.OpenAIError, ValueError) as exc:
                     self.record(CallRecord("embed", self.metadata.embed_model, 0, 0, time.monotonic() - began, ok=False))
                     raise self._translate(exc) from None
-            data = sorted(resp.data, key=lambda d: d.index)
+            try:
+                data = sorted(resp.data, key=lambda d: d.index)
+                vectors = [np.asarray(d.embedding, dtype=np.float32) for d in data]
+                if any(v.ndim != 1 or v.size == 0 for v in vectors):
+                    raise ValueError("not a list of vectors")
+            except (TypeError, ValueError, AttributeError):
+                raise LLMError(f"embedding server {self._where()} sent a malformed response (no list of vectors)") from None
             if len(data) != len(chunk):
                 raise LLMError(f"embedding server returned {len(data)} vectors for {len(chunk)} texts")
-            rows.extend(list(d.embedding) for d in data)
+            rows.extend(vectors)
             used = getattr(getattr(resp, "usage", None), "prompt_tokens", None)
             tokens = int(used) if used is not None else sum(self.metadata.tokenizer.count(t) for t in chunk)
             self.record(CallRecord("embed", self.metadata.embed_model, tokens, 0, time.monotonic() - began))
@@ -444,6 +463,13 @@ def _is_context_error(exc: Exception) -> bool:
         or "too many tokens" in lowered
         or getattr(exc, "code", None) == "context_length_exceeded"
     )
+
+
+def _broke_off(cause: BaseException | None) -> bool:
+    """A transport error after the connection was made (the peer closed it
+    mid-response), as opposed to one that never connected."""
+    names = {k.__name__ for k in type(cause).__mro__} if cause is not None else set()
+    return bool(names & {"ProtocolError", "ReadError"})
 
 
 def _mentions(exc: Exception, *words: str) -> bool:

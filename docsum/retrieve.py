@@ -309,7 +309,10 @@ async def score_by_embedding(llm: LLM, query: str, entries: list[SummaryEntry]) 
     have_all = all(e.embedding is not None for e in entries)
     dims = {e.embedding.shape[-1] for e in entries if e.embedding is not None}
     if not have_all or len(models) != 1 or len(dims) != 1:
-        notes.append("some summaries have no stored embedding; scored all summaries with lexical vectors instead")
+        why = "some summaries have no stored embedding" if not have_all else (
+            "the stored summary embeddings come from different models or differ in size"
+        )
+        notes.append(f"{why}; scored all summaries with lexical vectors instead")
         matrix = lexical_vectors([e.index_text for e in entries])
         return lexical_scores(lexical_vectors([query])[0], matrix), notes
     model = models.pop()

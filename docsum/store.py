@@ -131,6 +131,17 @@ MIGRATIONS: list[str] = [
         value TEXT NOT NULL                     -- JSON
     );
     """,
+    # v2: documents indexed by (path, root) instead of (path) alone. Every
+    # listing orders by path, root (list_documents, which each `docsum ask`
+    # reads in full, summary_matrix, find_documents), and with v1's index
+    # SQLite sorted the root part of that order in a temporary B-tree on every
+    # call; (path, root) serves that ORDER BY as it stands and, as its prefix,
+    # every `WHERE path = ?` the old index served, so the old one goes (one
+    # index to maintain per write, not two). Indexes only: no data changes.
+    """
+    CREATE INDEX documents_path_root ON documents(path, root);
+    DROP INDEX documents_path;
+    """,
 ]
 
 # Second guard against persisting credentials in runs.settings (the caller is
@@ -322,8 +333,10 @@ class Store:
 
         create=False or readonly=True and no file: FileNotFoundError.
         A store from a newer docsum: StoreVersionError, file left untouched.
-        readonly=True on a store that needs migrating: StoreVersionError (a
-        read-only connection cannot migrate it).
+        readonly=True on a store from an older docsum: it is migrated first
+        (through a short-lived writable connection: `docsum ask` must keep
+        working after an upgrade, without a build first), then opened
+        read-only; StoreVersionError if it cannot be written to.
         """
         path = Path(path).expanduser()
         exists = path.exists()
@@ -353,14 +366,36 @@ class Store:
                 else:
                     version = conn.execute("PRAGMA user_version").fetchone()[0]
                     if version < len(MIGRATIONS):
-                        raise StoreVersionError(
-                            f"{path}: schema v{version} is older than v{len(MIGRATIONS)}; "
-                            "open it once without read-only mode to upgrade it"
-                        )
+                        conn.close()
+                        cls._upgrade(path, version)
+                        conn = cls._connect(path, readonly)
+                        cls._check_version(conn, path)
             except BaseException:
                 conn.close()
                 raise
         return cls(path, conn, readonly)
+
+    @classmethod
+    def _upgrade(cls, path: Path, version: int) -> None:
+        """Migrate an older store for a caller that only reads it."""
+        try:
+            conn = cls._connect(path, readonly=False)
+        except (OSError, sqlite3.OperationalError) as exc:
+            reason = str(exc)
+        else:
+            try:
+                cls._check_version(conn, path)  # another docsum may have moved it on meanwhile
+                cls._configure_writer(conn)
+                cls._migrate(conn)
+                return
+            except sqlite3.OperationalError as exc:  # e.g. "attempt to write a readonly database"
+                reason = str(exc)
+            finally:
+                conn.close()
+        raise StoreVersionError(
+            f"{path}: schema v{version} is older than v{len(MIGRATIONS)} and cannot be upgraded here ({reason}); "
+            "run `docsum build` once with write access to upgrade it"
+        )
 
     @staticmethod
     def _connect(path: Path, readonly: bool) -> sqlite3.Connection:

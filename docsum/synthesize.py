@@ -27,6 +27,8 @@ log = logging.getLogger("docsum")
 
 ACCUMULATE_SEPARATOR = "\n" + "-" * 21 + "\n"
 MAX_TREE_DEPTH = 6
+# Why there is no answer when the model was asked and replied with nothing.
+EMPTY_ANSWER_REASON = "the model returned an empty answer"
 
 ProgressFn = Callable[[str], None]
 
@@ -100,6 +102,10 @@ class BaseSynthesizer:
                 return Response("", list(nodes), ResponseStatus.NOT_SATISFIED, str(exc), calls)
         response = Response("", list(nodes), calls=calls)
         if isinstance(result, str):
+            if not result.strip() and calls:
+                # The model was asked and said nothing: never a bare empty
+                # answer with status ok (modes that make no call may be empty).
+                return Response("", list(nodes), ResponseStatus.EMPTY, EMPTY_ANSWER_REASON, calls)
             response.response = result
         else:
             response.stream = _tracked(result, calls)
@@ -348,7 +354,8 @@ async def _guard_stream(stream: AsyncIterator[str], previous: str) -> AsyncItera
         if len("".join(head)) >= 80:
             break
     opening = "".join(head)
-    if is_meta_answer(opening):
+    # An empty reply keeps the previous answer too, as in the non-streamed refine.
+    if is_meta_answer(opening) or not opening.strip():
         async for _ in stream:
             pass
         yield previous

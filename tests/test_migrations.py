@@ -1,0 +1,214 @@
+"""Stores written by an older docsum are migrated on open, data intact; the
+commands that only read (ask, summaries, show) work on them straight away.
+
+(A store from a newer docsum is refused untouched: tests/test_store.py and
+tests/test_build.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from docsum import store as store_mod
+from docsum.errors import StoreVersionError
+from docsum.store import MIGRATIONS, Store
+from helpers import SAMPLE_DOCS, run_cli
+
+LIST_QUERY = "SELECT doc_id FROM documents ORDER BY path, root"
+
+
+def schema(conn: sqlite3.Connection) -> set[tuple[str, str, str]]:
+    rows = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
+    return {(t, n, " ".join((sql or "").split())) for t, n, sql in rows}
+
+
+def v1_schema() -> set[tuple[str, str, str]]:
+    conn = sqlite3.connect(":memory:")
+    for statement in store_mod._split_statements(MIGRATIONS[0]):
+        conn.execute(statement)
+    try:
+        return schema(conn)
+    finally:
+        conn.close()
+
+
+def contents(store: Path) -> dict[str, Any]:
+    conn = sqlite3.connect(store)
+    try:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in ("documents", "nodes", "failures", "runs", "calls", "meta")
+        }
+    finally:
+        conn.close()
+
+
+def downgrade_to_v1(store: Path) -> None:
+    """Undo migration 2 by hand, as if a v1 docsum had written the store."""
+    conn = sqlite3.connect(store, isolation_level=None)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        conn.execute("BEGIN")
+        conn.execute("DROP INDEX documents_path_root")
+        conn.execute("CREATE INDEX documents_path ON documents(path)")
+        conn.execute("PRAGMA user_version = 1")
+        conn.execute("COMMIT")
+        assert schema(conn) == v1_schema()  # exactly what a v1 docsum creates
+    finally:
+        conn.close()
+
+
+def test_migration_2_is_the_latest_and_serves_the_listing_order(tmp_path: Path) -> None:
+    # If a later migration is added, extend the tests below to start from v2 too.
+    assert len(MIGRATIONS) == 2
+    with Store.open(tmp_path / "s.sqlite") as s:
+        indexes = {r[0] for r in s.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "documents_path_root" in indexes and "documents_path" not in indexes
+        plan = " | ".join(r[3] for r in s.conn.execute("EXPLAIN QUERY PLAN " + LIST_QUERY))
+        assert "documents_path_root" in plan and "TEMP B-TREE" not in plan, plan
+        plan = " | ".join(r[3] for r in s.conn.execute("EXPLAIN QUERY PLAN SELECT doc_id FROM documents WHERE path = ?", ("x",)))
+        assert "USING" in plan and "INDEX" in plan, plan  # still an index search, not a scan
+
+
+def test_v1_store_from_a_real_build_migrates_on_first_ask_with_data_intact(tmp_path: Path) -> None:
+    folder, store = tmp_path / "docs", tmp_path / "store" / "s.sqlite"
+    shutil.copytree(SAMPLE_DOCS, folder)
+    (folder / "empty.md").write_text("  \n")  # a recorded failure must survive too
+    assert run_cli("build", folder, "--store", store, "--llm", "extractive").code == 3
+    downgrade_to_v1(store)
+    before = contents(store)
+    assert before["documents"] and before["nodes"] and before["failures"] and before["runs"]
+
+    # The first command after the upgrade only reads: it must work, not ask for a build.
+    result = run_cli("ask", "When did the library reopen after the renovation?", "--store", store,
+                     "--llm", "extractive", "--json")
+    assert result.code == 0, result
+    assert "Traceback" not in result.stderr and "error" not in result.stderr
+    data = result.json()
+    assert data["status"] == "ok" and data["documents"][0]["path"] == "library_renovation_fact_sheet.pdf"
+
+    with Store.open(store, create=False, readonly=True) as s:
+        assert s.schema_version == len(MIGRATIONS)
+        assert s.integrity_ok()
+    conn = sqlite3.connect(store)
+    try:
+        assert schema(conn) == schema_of_a_new_store(tmp_path)
+    finally:
+        conn.close()
+    assert contents(store) == before  # nothing but the index changed
+
+    listed = run_cli("summaries", "--store", store, "--json")
+    assert listed.code == 0, listed
+    assert sorted(d["path"] for d in listed.json()) == sorted(p.name for p in SAMPLE_DOCS.iterdir())
+    shown = run_cli("show", "library_renovation_fact_sheet.pdf", "--store", store, "--json")
+    assert shown.code == 0 and shown.json()["nodes"] > 0
+    # And the next build sees every document unchanged: nothing re-summarized.
+    again = run_cli("build", folder, "--store", store, "--llm", "extractive", "--json")
+    assert again.code == 3, again  # empty.md still fails, now for the second run in a row
+    report = again.json()
+    assert report["documents"]["unchanged"] == len(before["documents"]) and report["usage"]["llm_calls"] == 0
+    assert report["failures"] == [{"path": "empty.md", "error": report["failures"][0]["error"], "attempts": 2}]
+
+
+def schema_of_a_new_store(tmp_path: Path) -> set[tuple[str, str, str]]:
+    with Store.open(tmp_path / "fresh.sqlite") as s:
+        return schema(s.conn)
+
+
+def test_hand_made_v1_store_migrates_with_its_rows(tmp_path: Path) -> None:
+    """A v1 store written row by row, as a v1 build writes one."""
+    path = tmp_path / "v1.sqlite"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for statement in store_mod._split_statements(MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    root = str(tmp_path / "docs")
+    conn.execute(
+        "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ("abc123def456", "notes/ferry.txt", root, 120, 1_700_000_000_000_000_000, "0" * 64, "Ferry notes", "text",
+         30, None, "split-fp", "summary-fp", "The ferry crosses the river every hour.\nMore detail.", "extractive",
+         None, None, "2024-01-01T00:00:00+00:00", "2024-01-01T00:00:00+00:00"),
+    )
+    conn.execute(
+        "INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?, ?)",
+        ("abc123def456", 0, "The ferry crosses the river every hour, from dawn to dusk.", 0, 58, "[]", 14),
+    )
+    conn.close()
+
+    result = run_cli("summaries", "--store", path, "--json")
+    assert result.code == 0, result
+    assert [(d["doc_id"], d["path"], d["summary"]) for d in result.json()] == [
+        ("abc123def456", "notes/ferry.txt", "The ferry crosses the river every hour.\nMore detail.")
+    ]
+    result = run_cli("ask", "How often does the ferry cross the river?", "--store", path, "--llm", "extractive", "--json")
+    assert result.code == 0, result
+    data = result.json()
+    assert data["sources"][0]["text"] == "The ferry crosses the river every hour, from dawn to dusk."
+    with Store.open(path, create=False, readonly=True) as s:
+        assert s.schema_version == len(MIGRATIONS)
+        assert s.get_document("ferry.txt") is not None
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write a read-only file")
+def test_v1_store_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    with Store.open(store) as s:
+        s.set_meta("k", 1)
+    conn = sqlite3.connect(store)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    downgrade_to_v1(store)
+    store.chmod(0o444)
+    tmp_path.chmod(0o555)
+    try:
+        with pytest.raises(StoreVersionError, match="cannot be upgraded here"):
+            Store.open(store, create=False, readonly=True)
+        result = run_cli("summaries", "--store", store)
+        assert result.code == 1 and "docsum build" in result.stderr and result.stderr.count("\n") == 1
+    finally:
+        tmp_path.chmod(0o755)
+        store.chmod(0o644)
+    with sqlite3.connect(store) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == 1
+
+
+def test_v1_store_that_cannot_be_upgraded_now_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs as root too: a writer that holds the store past the busy timeout
+    makes the upgrade fail the way a read-only file does."""
+    store = tmp_path / "s.sqlite"
+    with Store.open(store) as s:
+        s.set_meta("k", 1)
+    downgrade_to_v1(store)
+    monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_MS", 100)
+    holder = sqlite3.connect(store, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreVersionError, match=r"schema v1 is older than v2 and cannot be upgraded here \(database is locked\)"):
+            Store.open(store, create=False, readonly=True)
+        result = run_cli("summaries", "--store", store)
+        assert result.code == 1, result
+        assert result.stderr.count("\n") == 1 and "cannot be upgraded here" in result.stderr and "Traceback" not in result.stderr
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with Store.open(store, create=False, readonly=True) as s:  # once the writer is gone, it upgrades
+        assert s.schema_version == len(MIGRATIONS) and s.get_meta("k") == 1
+
+
+def test_library_readers_migrate_too(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    with Store.open(store) as s:
+        s.set_meta("answer", {"n": 42})
+    downgrade_to_v1(store)
+    with Store.open(store, create=False, readonly=True) as s:  # docsum.ask, eval and the index API read like this
+        assert s.schema_version == len(MIGRATIONS) and s.readonly
+        assert s.get_meta("answer") == {"n": 42}
+    assert json.loads(sqlite3.connect(store).execute("SELECT value FROM meta").fetchone()[0]) == {"n": 42}
