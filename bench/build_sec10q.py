@@ -178,6 +178,20 @@ def reference_build(a, fake, env, log, workdir):
     }
 
 
+def source_fingerprint():
+    """First 12 hex digits of sha256 over docsum's sources (docsum/*.py, cli/*.py, sorted):
+    which code was measured, without git."""
+    import glob
+    import hashlib
+
+    h = hashlib.sha256()
+    for pattern in ("docsum/*.py", "cli/*.py"):
+        for p in sorted(glob.glob(os.path.join(REPO, pattern))):
+            with open(p, "rb") as f:
+                h.update(f.read())
+    return h.hexdigest()[:12]
+
+
 def loadavg():
     try:
         with open("/proc/loadavg") as f:
@@ -211,7 +225,7 @@ def main(argv=None):
                 try:
                     store = os.path.join(workdir, f"sec10q-lat{lat}.sqlite")
                     res = {"latency_ms": lat, "corpus": a.corpus, "date": time.strftime("%Y-%m-%d"),
-                           "loadavg_before": loadavg()}
+                           "loadavg_before": loadavg(), "docsum_source": source_fingerprint()}
                     res["docsum"] = docsum_build(a, fake, store, env, log, "build",
                                                  os.path.join(workdir, f"docsum-build-{lat}.json"))
                     res["docsum"]["store_bytes"] = os.path.getsize(store) if os.path.exists(store) else None

@@ -43,10 +43,12 @@ STORE="$WORK/sample.sqlite"
 
 QUESTION="$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["question"])' "$REPO/sample_data/QUESTIONS.jsonl")"
 
-python3 - "$RUNS" "$RESULTS/cold_start.json" "$DOCSUM" "$DOCSUM_PY" "$LI_PY" "$STORE" "$QUESTION" <<'PY'
+SOURCE="$(cat "$REPO"/docsum/*.py "$REPO"/cli/*.py | sha256sum | cut -c1-12)"
+
+python3 - "$RUNS" "$RESULTS/cold_start.json" "$DOCSUM" "$DOCSUM_PY" "$LI_PY" "$STORE" "$QUESTION" "$SOURCE" <<'PY'
 import json, os, shlex, statistics, subprocess, sys, time
 
-runs, out_path, docsum, dpy, lipy, store, question = sys.argv[1:8]
+runs, out_path, docsum, dpy, lipy, store, question, source = sys.argv[1:9]
 runs = int(runs)
 commands = [
     ("python", "Python interpreter alone", [dpy, "-c", "pass"]),
@@ -80,7 +82,7 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
-res = {"runs": runs, "date": time.strftime("%Y-%m-%d"), "loadavg_before": loadavg(), "commands": []}
+res = {"runs": runs, "date": time.strftime("%Y-%m-%d"), "docsum_source": source, "loadavg_before": loadavg(), "commands": []}
 for name, label, argv in commands:
     once(argv)  # warm-up: page cache, .pyc files
     ms, rss = zip(*(once(argv) for _ in range(runs)))

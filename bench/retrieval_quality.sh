@@ -46,6 +46,7 @@ export DOCSUM_HOME="$WORK/home"
 unset OPENAI_API_KEY OPENAI_BASE_URL DOCSUM_API_KEY DOCSUM_STORE DOCSUM_MODEL DOCSUM_EMBED_MODEL || true
 LOG="$OUT/quality.log"
 : > "$LOG"
+echo "[quality] $(date -u +%FT%TZ) docsum source sha256 $(cat "$REPO"/docsum/*.py "$REPO"/cli/*.py | sha256sum | cut -c1-12)" | tee -a "$LOG" >&2
 
 # keep docsum's JSON, tagged with the corpus name, for tables.py
 save() {  # corpus name file

@@ -4,7 +4,8 @@
   python3 bench/tables.py side    bench/results   # docsum vs the reference, with ratios
   python3 bench/tables.py sec10q  bench/results   # build cost on the SEC 10-Q corpus
   python3 bench/tables.py cold    bench/results   # process start-up
-  python3 bench/tables.py quality bench/results   # retrieval quality (docsum eval)
+  python3 bench/tables.py quality bench/results   # retrieval quality (docsum eval), one row per run
+  python3 bench/tables.py quality-full bench/results   # the same with precision, per kind
   python3 bench/tables.py all     bench/results
 
 Standard library only.  Ratios are written "reference / docsum" for costs
@@ -389,6 +390,32 @@ def quality_tables(results):
     return "\n".join(out)
 
 
+def quality_compact(results):
+    """One row per corpus, retriever and k: recall@k overall and per kind, MRR,
+    all-found; the chunk baseline beside the embedding retriever."""
+    files = sorted(glob.glob(os.path.join(results, "quality", "*.json")))
+    rows = [r for p in files if (r := load_json(p)) and "metrics" in r]
+    if not rows:
+        return "(no quality results)"
+    order = {"embedding": 0, "llm": 1, "hybrid": 2}
+    rows.sort(key=lambda r: (r.get("_corpus", ""), order.get(r["retriever"], 9), r["top_k"]))
+    out = ["| corpus | retriever | k | recall@k all / single / multi | MRR | all found | chunk baseline: recall@k all / single / multi | chunk MRR | chunk all found | LLM calls |",
+           "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+
+    def rec(m):
+        return " / ".join(num(g(m, kind, "recall"), 3) for kind in ("all", "single", "multi"))
+
+    for r in rows:
+        s_, c_ = r["metrics"].get("summary", {}), r["metrics"].get("chunks")
+        out.append("| " + " | ".join([
+            r.get("_corpus", "?"), r["retriever"], num(r["top_k"]), rec(s_),
+            num(g(s_, "all", "mrr"), 3), num(g(s_, "all", "all_found"), 3),
+            rec(c_) if c_ else "", num(g(c_, "all", "mrr"), 3) if c_ else "", num(g(c_, "all", "all_found"), 3) if c_ else "",
+            num(g(r, "usage", "llm_calls")),
+        ]) + " |")
+    return "\n".join(out)
+
+
 def main(argv):
     if len(argv) < 2:
         raise SystemExit(__doc__)
@@ -401,7 +428,9 @@ def main(argv):
     if what in ("cold", "all"):
         parts += ["### Cold start", "", cold_table(results), ""]
     if what in ("quality", "all"):
-        parts += ["### Retrieval quality", "", quality_tables(results), ""]
+        parts += ["### Retrieval quality", "", quality_compact(results), ""]
+    if what == "quality-full":
+        parts += ["### Retrieval quality (every kind, precision too)", "", quality_tables(results), ""]
     if not parts:
         raise SystemExit(f"unknown table {what!r}")
     print("\n".join(parts))

@@ -17,7 +17,7 @@ from typing import Any, AsyncIterator
 
 import numpy as np
 
-from docsum.lexical import LEXICAL_EMBED_MODEL, key_terms, lexical_vectors, sentences, terms
+from docsum.lexical import LEXICAL_EMBED_MODEL, key_dates, key_terms, lexical_vectors, sentences, terms
 from docsum.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.prompts import (
     KIND_CHOICE_SELECT,
@@ -40,7 +40,7 @@ _DOC_BLOCK = re.compile(r"^Document (\d+):\s*$", re.MULTILINE)
 class ExtractiveLLM(LLM):
     # Part of the summary fingerprint: bump it when summaries would come out
     # differently, so stores re-summarize instead of keeping stale ones.
-    version = "4"
+    version = "7"
 
     def __init__(self, context_window: int | None = None, num_output: int | None = None, concurrency: int = 8) -> None:
         metadata = LLMMetadata(
@@ -110,13 +110,31 @@ class ExtractiveLLM(LLM):
         if order == "document":
             # A summary should say what the document is about by name, which
             # central sentences alone often do not ("net sales increased...").
-            found = key_terms(context)
+            found, dates = key_terms(context), key_dates(context)
             if found:
                 names = "Key names: " + ", ".join(found) + "."
+            if dates:
+                names = (names + " " if names else "") + "Key dates: " + "; ".join(dates) + "."
+            if names:
                 budget -= self.metadata.tokenizer.count(names) + 1
-        chosen = _select(query, sentences(context), max(16, budget), self.metadata.tokenizer, focused=order == "score")
+        units = sentences(context)
+        lead: list[tuple[int, str]] = []
         if order == "document":
-            chosen.sort(key=lambda item: item[0])
+            # The opening lines usually say what a document is (a title page,
+            # a heading, who wrote it and when): keep them, as a lead-based
+            # summary would, within a fifth of the budget.
+            lead_budget, used = budget // 5, 0
+            for i, unit in enumerate(units[:8]):
+                cost = self.metadata.tokenizer.count(unit) + 1
+                if used + cost > lead_budget:
+                    break
+                lead.append((i, unit))
+                used += cost
+            budget -= used
+            units = units[len(lead):]
+        chosen = _select(query, units, max(16, budget), self.metadata.tokenizer, focused=order == "score")
+        if order == "document":
+            chosen = lead + sorted((pos + len(lead), text) for pos, text in chosen)
         body = " ".join(text for _, text in chosen)
         return f"{names}\n{body}" if names else body
 

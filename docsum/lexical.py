@@ -71,13 +71,22 @@ def terms(text: str) -> list[str]:
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|(?<=[。！？])")
 
 
+# A "sentence" longer than this with line breaks inside is a table or a list,
+# not prose: its lines are the units worth choosing between.
+LONG_SENTENCE_CHARS = 300
+
+
 def sentences(text: str) -> list[str]:
-    """Sentences and paragraph-level fragments, stripped, non-empty."""
+    """Sentences and paragraph-level fragments, stripped, non-empty. Long
+    fragments made of several lines (table rows, list items) are split into
+    their lines."""
     parts: list[str] = []
     for block in _SENTENCE_END.split(text):
-        block = " ".join(block.split())
-        if block:
-            parts.append(block)
+        pieces = block.splitlines() if len(block) > LONG_SENTENCE_CHARS and "\n" in block.strip() else [block]
+        for piece in pieces:
+            piece = " ".join(piece.split())
+            if piece:
+                parts.append(piece)
     return parts
 
 
@@ -105,6 +114,17 @@ def key_terms(text: str, limit: int = 12) -> list[str]:
         first_seen.setdefault(word, i)
     ranked = sorted(counts, key=lambda w: (-counts[w], first_seen[w]))
     return [w for w in ranked if counts[w] > 1][:limit]
+
+
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE = re.compile(rf"\b(?:(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{4}}|(?:{_MONTHS})\s+\d{{4}})\b")
+
+
+def key_dates(text: str, limit: int = 4) -> list[str]:
+    """The dates a text mentions most often (a report's period, a meeting's
+    day): what tells one quarterly filing or set of minutes from the next."""
+    counts: Counter[str] = Counter(" ".join(m.group(0).replace(",", "").split()) for m in _DATE.finditer(text))
+    return [d for d, c in counts.most_common(limit) if c > 1]
 
 
 def _bucket(term: str) -> int:
