@@ -29,7 +29,7 @@ def eval_command(
     common: Common,
 ) -> int:
     """Measure how often retrieval finds the gold documents of each question
-    (recall@k, precision@k, MRR, all-found; overall and per kind), optionally
+    (recall@k, precision@k, MRR@k, all-found@k; overall and per kind), optionally
     beside a chunk-retrieval baseline over the same nodes, and with --answers
     how often the full answer is right."""
     items = load_questions(questions)
@@ -66,7 +66,7 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str) 
     # The table is the result, so it goes to stdout (colour only on a terminal).
     console = Console(file=env.stdout, force_terminal=env.stdout_isatty, no_color=not env.color, highlight=False)
     table = Table(title=f"retrieval, {report.retriever} retriever, top-{report.top_k}")
-    for column in ("system", "kind", "n", "recall@k", "precision@k", "MRR", "all found"):
+    for column in ("system", "kind", "n", "recall@k", "precision@k", "MRR@k", "all found"):
         table.add_column(column, justify="right" if column not in ("system", "kind") else "left")
     for system, kinds in report.summary.items():
         for kind, m in kinds.items():

@@ -61,10 +61,12 @@ def load_questions(path: Path) -> list[EvalQuestion]:
 
 
 def retrieval_metrics(ranked: list[str], gold: set[str], k: int) -> dict[str, float]:
-    """recall@k, precision@k, reciprocal rank and all-found for one question."""
+    """recall@k, precision@k, reciprocal rank within the top k, and all-found
+    for one question."""
     top = ranked[:k]
     hits = len(gold & set(top))
-    rr = next((1.0 / (i + 1) for i, d in enumerate(ranked) if d in gold), 0.0)
+    # MRR@k: a gold document ranked below k counts as not found, like recall@k.
+    rr = next((1.0 / (i + 1) for i, d in enumerate(top) if d in gold), 0.0)
     return {
         "recall": hits / len(gold) if gold else 0.0,
         "precision": hits / len(top) if top else 0.0,
