@@ -290,12 +290,7 @@ class OpenAILLM(LLM):
         import openai
 
         messages = template.format_messages(**values)
-        params: dict[str, Any] = {
-            "model": self.metadata.model,
-            "messages": messages,
-            "max_tokens": self.metadata.num_output,
-            "temperature": self.temperature,
-        }
+        params = self._params(messages)
         if json_mode and "response_format" not in self._unsupported:
             params["response_format"] = {"type": "json_object"}
         async with self.limiter:
@@ -314,6 +309,15 @@ class OpenAILLM(LLM):
         text = choices[0].message.content or ""
         self._record_usage(template.kind, messages, text, getattr(resp, "usage", None), time.monotonic() - started)
         return text
+
+    def _params(self, messages: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
+        return {
+            "model": self.metadata.model,
+            "messages": messages,
+            "max_tokens": self.metadata.num_output,
+            "temperature": self.temperature,
+            **extra,
+        }
 
     async def _create(self, params: dict[str, Any], option: str, words: tuple[str, ...]) -> Any:
         """One chat request. Some local servers reject `response_format` or
@@ -353,13 +357,7 @@ class OpenAILLM(LLM):
         import openai
 
         messages = template.format_messages(**values)
-        params: dict[str, Any] = {
-            "model": self.metadata.model,
-            "messages": messages,
-            "max_tokens": self.metadata.num_output,
-            "temperature": self.temperature,
-            "stream": True,
-        }
+        params = self._params(messages, stream=True)
         if "stream_options" not in self._unsupported:
             params["stream_options"] = {"include_usage": True}
         parts: list[str] = []
