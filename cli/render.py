@@ -92,7 +92,8 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
             f"{sum(1 for p in report.plan if p['action'] == 'update')} to update, "
             f"{sum(1 for p in report.plan if p['action'] == 'remove')} to remove, "
             f"{data['documents']['unchanged']} unchanged; "
-            f"{planned['llm_calls']} LLM calls, {planned['prompt_tokens']} prompt tokens planned"
+            f"{planned['llm_calls']} LLM calls, {planned['prompt_tokens']} prompt tokens planned, "
+            f"estimated cost {'unknown' if planned['estimated_cost_usd'] is None else '≤ $' + format(planned['estimated_cost_usd'], '.4f')}"
         )
         return
     counts = data["documents"]

@@ -79,6 +79,7 @@ class BuildReport:
     skipped_files: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
     model: str = ""
+    num_output: int = 0
 
     @property
     def usage(self) -> Usage:
@@ -100,9 +101,14 @@ class BuildReport:
         if self.dry_run:
             out["dry_run"] = True
             out["plan"] = self.plan
+            calls = sum(p["llm_calls"] for p in self.plan)
+            prompt = sum(p["prompt_tokens"] for p in self.plan)
             out["planned"] = {
-                "llm_calls": sum(p["llm_calls"] for p in self.plan),
-                "prompt_tokens": sum(p["prompt_tokens"] for p in self.plan),
+                "llm_calls": calls,
+                "prompt_tokens": prompt,
+                # At most: every answer may use the whole output budget.
+                "max_completion_tokens": calls * self.num_output,
+                "estimated_cost_usd": estimated_cost(self.model, prompt, calls * self.num_output),
             }
         return out
 
@@ -274,7 +280,7 @@ class Builder:
     # -- doing it -----------------------------------------------------------
     async def run(self) -> BuildReport:
         started = time.monotonic()
-        report = BuildReport(str(self.store.path), dry_run=self.options.dry_run, model=self.llm.metadata.model)
+        report = BuildReport(str(self.store.path), dry_run=self.options.dry_run, model=self.llm.metadata.model, num_output=self.llm.metadata.num_output)
         plan = await self.reconcile()
         todo, to_remove, known = plan.todo, plan.to_remove, plan.known
         report.skipped = plan.skipped
