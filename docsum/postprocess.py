@@ -10,7 +10,7 @@ from typing import Any
 
 from docsum.llm import LLM
 from docsum.prompts import COMPRESS_PROMPT, NO_OUTPUT, RERANK_PROMPT
-from docsum.retrieve import format_batch, parse_choices, says_none
+from docsum.retrieve import fit_batches, format_batch, parse_choices, says_none
 from docsum.schema import Node, NodeWithScore
 
 
@@ -56,15 +56,17 @@ async def llm_rerank(
     order; if no batch parses the retrieval order is kept and the step says so."""
     if not nodes:
         return [], StepReport("rerank", 0, 0, note="nothing to rerank")
-    batch_size = max(1, batch_size)
-    batches = [nodes[i : i + batch_size] for i in range(0, len(nodes), batch_size)]
     base = RERANK_PROMPT.partial_format(query_str=query)
+    # Batches of up to `batch_size` passages that also fit the window: ten
+    # 1024-token nodes would overflow a 3900-token model.
+    groups, shown = fit_batches(llm, base, [n.node.text for n in nodes], max(1, batch_size))
+    batches = [[nodes[i] for i in group] for group in groups]
 
-    async def ask(batch: list[NodeWithScore]) -> str:
-        texts = [n.node.text for n in batch]
+    async def ask(group: list[int]) -> str:
+        texts = [shown[i] for i in group]
         return await llm.apredict(base, json_mode=True, context_str=format_batch(texts), candidates=texts)
 
-    answers = await asyncio.gather(*(ask(b) for b in batches))
+    answers = await asyncio.gather(*(ask(g) for g in groups))
     rescored: list[NodeWithScore] = []
     unparsed: list[NodeWithScore] = []
     failed_batches = 0

@@ -16,10 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
+from docsum.budget import PromptBudget
 from docsum.errors import ConfigError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_scores, lexical_vectors
 from docsum.llm import LLM
 from docsum.prompts import CHOICE_SELECT_PROMPT, PromptTemplate
+from docsum.split import iter_split_tokens
 
 log = logging.getLogger("docsum")
 
@@ -286,6 +288,39 @@ def format_batch(texts: list[str]) -> str:
     return "\n\n".join(f"Document {i}:\n{t}" for i, t in enumerate(texts, start=1))
 
 
+# "Document 10:" plus the blank line between blocks, in tokens, with slack.
+_BLOCK_OVERHEAD_TOKENS = 8
+
+
+def fit_batches(llm: LLM, template: PromptTemplate, texts: list[str], batch_size: int) -> tuple[list[list[int]], list[str]]:
+    """Group texts (by index) into numbered batches of at most `batch_size`
+    that also fit the prompt's window, so ten long passages never overflow it:
+    a batch closes early when the next text would not fit. A single text
+    larger than the whole room is cut to fit (its head is what gets rated).
+    Returns the batches and the texts as they will be shown."""
+    budget = PromptBudget(llm.metadata)
+    room = budget.available(template)
+    tok = llm.metadata.tokenizer
+    shown: list[str] = []
+    batches: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for i, text in enumerate(texts):
+        cost = tok.count(text) + _BLOCK_OVERHEAD_TOKENS
+        if cost > room:
+            text = next(iter_split_tokens(text, max(1, room - _BLOCK_OVERHEAD_TOKENS), 0, tok), "")
+            cost = tok.count(text) + _BLOCK_OVERHEAD_TOKENS
+        shown.append(text)
+        if current and (len(current) >= batch_size or used + cost > room):
+            batches.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += cost
+    if current:
+        batches.append(current)
+    return batches, shown
+
+
 # ---------------------------------------------------------------------------
 # Retrievers.
 
@@ -354,14 +389,15 @@ async def choose_with_llm(
     """Ask the LLM to pick from batches of numbered summaries, all batches at
     once. Returns the picks (doc_id → relevance 0..1), and how many batches'
     answers parsed / were sent."""
-    batches = [entries[i : i + batch_size] for i in range(0, len(entries), batch_size)]
     base = template.partial_format(query_str=query)
+    groups, shown = fit_batches(llm, base, [e.index_text for e in entries], batch_size)
+    batches = [[entries[i] for i in group] for group in groups]
 
-    async def ask(batch: list[SummaryEntry]) -> str:
-        texts = [e.index_text for e in batch]
+    async def ask(group: list[int]) -> str:
+        texts = [shown[i] for i in group]
         return await llm.apredict(base, json_mode=True, context_str=format_batch(texts), candidates=texts)
 
-    answers = await asyncio.gather(*(ask(b) for b in batches))
+    answers = await asyncio.gather(*(ask(g) for g in groups))
     picks: dict[str, float | None] = {}
     parsed = 0
     for batch, answer in zip(batches, answers):

@@ -330,3 +330,21 @@ def test_ask_compress_all_no_output_answers_from_uncompressed(station_store: Pat
     assert code == 0, err
     assert "The stations count animals." in out
     assert "kept the nodes uncompressed" in err  # said without --explain
+
+
+def test_rerank_batches_fit_the_window_even_with_long_passages(fake_llm: FakeOpenAI) -> None:
+    """Ten 1024-token nodes in one rerank prompt would overflow a 3900-token
+    model; batches close early so every prompt fits the window."""
+    window, output = 1500, 64
+    llm = OpenAILLM(model="fake-chat", base_url=fake_llm.base_url, api_key="k", context_window=window, num_output=output, max_retries=0)
+    words = "granite basalt quarry " * 180  # about 540 tokens a passage
+    nodes = [NodeWithScore(Node(f"Passage {i}. {words}", doc_id=f"d{i}", seq=0), 0.5) for i in range(6)]
+    fake_llm.responder = lambda body: Reply(json.dumps({"choices": [{"doc": 1, "relevance": 7}]}))
+    kept, report = asyncio.run(llm_rerank(llm, "Which quarry has granite?", nodes, top_n=3))
+    requests = fake_llm.chat_requests()
+    assert len(requests) >= 3  # six long passages cannot share one window-sized prompt
+    for request in requests:
+        assert llm.count_messages(request.messages) <= window - output
+    # Every passage was shown to the LLM exactly once (batches go out concurrently).
+    shown = [p for r in requests for p in re.findall(r"Passage (\d+)\.", r.prompt)]
+    assert sorted(shown) == [str(i) for i in range(6)]
