@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from docsum.budget import PromptBudget
 from docsum.llm import LLM
 from docsum.prompts import COMPRESS_PROMPT, NO_OUTPUT, RERANK_PROMPT
 from docsum.retrieve import fit_batches, format_batch, parse_choices, says_none
@@ -111,7 +112,11 @@ async def compress(llm: LLM, query: str, nodes: list[NodeWithScore]) -> tuple[li
     if not nodes:
         return [], StepReport("compress", 0, 0, note="nothing to compress")
     base = COMPRESS_PROMPT.partial_format(query_str=query)
-    answers = await asyncio.gather(*(llm.apredict(base, context_str=n.node.text) for n in nodes))
+    budget = PromptBudget(llm.metadata)
+    # A node larger than the window (a big --chunk-size on a small model) is
+    # compressed from its head rather than overflowing the prompt.
+    contexts = [(budget.truncate(base, [n.node.text])[0] or [""])[0] for n in nodes]
+    answers = await asyncio.gather(*(llm.apredict(base, context_str=c) for c in contexts))
     kept: list[NodeWithScore] = []
     removed: list[str] = []
     before_tokens = after_tokens = 0
