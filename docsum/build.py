@@ -30,7 +30,8 @@ from docsum.prompts import DEFAULT_SUMMARY_QUERY, SUMMARY_LANGUAGE_SUFFIX, TREE_
 from docsum.retrieve import summary_index_text
 from docsum.schema import CallRecord, Usage
 from docsum.split import split_document
-from docsum.store import BuildLock, DocumentRecord, NodeRecord, Store, make_doc_id
+from docsum.lock import BuildLock
+from docsum.store import DocumentRecord, NodeRecord, Store, make_doc_id
 from docsum.synthesize import TreeSummarize, planned_calls
 
 log = logging.getLogger("docsum")

@@ -28,9 +28,9 @@ if str(REPO) not in sys.path:
 from docsum import store as store_mod  # noqa: E402
 from docsum.errors import DocsumError, ExitCode, StoreLockedError, StoreVersionError  # noqa: E402
 from docsum.paths import config_dir, data_dir, docsum_home, resolve_store_path  # noqa: E402
+from docsum.lock import BuildLock  # noqa: E402
 from docsum.store import (  # noqa: E402
     MIGRATIONS,
-    BuildLock,
     DocumentRecord,
     NodeRecord,
     Store,
@@ -574,7 +574,7 @@ TRY_LOCK = """
 import sys
 from pathlib import Path
 from docsum.errors import StoreLockedError
-from docsum.store import BuildLock
+from docsum.lock import BuildLock
 try:
     BuildLock(Path(sys.argv[1]), wait_seconds=float(sys.argv[2])).acquire()
 except StoreLockedError as exc:
@@ -586,7 +586,7 @@ print("acquired")
 HOLD_LOCK = """
 import sys
 from pathlib import Path
-from docsum.store import BuildLock
+from docsum.lock import BuildLock
 lock = BuildLock(Path(sys.argv[1]))
 lock.acquire()
 print("held", flush=True)
