@@ -16,6 +16,7 @@ from cli.common import Common, run_async, with_common
 from cli.render import BuildProgress, print_answer, print_build_report
 from docsum.ask import AskOptions, ask as ask_question
 from docsum.build import BuildOptions, build as build_store
+from docsum.config import config_file_path
 from docsum.errors import ConfigError, ExitCode
 from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
 from docsum.schema import ResponseStatus
@@ -281,9 +282,11 @@ def config_show(*, common: Common) -> int:
     config file or default). Secrets are never shown."""
     rows = common.settings.describe()
     store = str(common.store_path())
+    config = config_file_path()
     if common.json:
-        common.env.out_json({"store": store, "settings": rows})
+        common.env.out_json({"store": store, "config_file": str(config), "config_file_exists": config.is_file(), "settings": rows})
         return ExitCode.OK
+    common.env.out(f"config file = {config}{'' if config.is_file() else '  (not found; defaults and environment apply)'}")
     common.env.out(f"store = {store}")
     for row in rows:
         common.env.out(f"{row['name']} = {row['value']!r}  ({row['source']})")
