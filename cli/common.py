@@ -4,11 +4,14 @@ the mapping from docsum's errors to exit codes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import logging
+import os
 import signal
 import sqlite3
+import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +120,12 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
         except KeyboardInterrupt:
             env.error("docsum: interrupted")
             code = ExitCode.SIGINT
+        except BrokenPipeError:
+            # `docsum summaries | head`: the reader has all it wanted. Point
+            # stdout at /dev/null so the interpreter's final flush stays quiet.
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = ExitCode.OK
         except (OSError, sqlite3.OperationalError) as exc:
             # The machine, not docsum: a full disk, a read-only folder, a
             # permission. Say what and where, without a traceback.
