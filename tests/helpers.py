@@ -155,3 +155,22 @@ def requests_per_marker(requests: Iterable[Any], markers: Sequence[str]) -> dict
             if m in prompt:
                 counts[m] += 1
     return counts
+
+
+def user_text(body: dict[str, Any]) -> str:
+    return "\n".join(str(m.get("content") or "") for m in body.get("messages", []) if m.get("role") == "user")
+
+
+def kind_of(body: dict[str, Any]) -> str:
+    p = user_text(body)
+    if "numbered list of documents" in p:
+        return "choice"
+    if "numbered list of passages" in p:
+        return "rerank"
+    if "Relevant sentences:" in p:
+        return "compress"
+    if "Draft answer:" in p:
+        return "polish"
+    if "Current answer:" in p:
+        return "refine"
+    return "answer"

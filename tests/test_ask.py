@@ -27,6 +27,7 @@ from docsum.extractive import ExtractiveLLM
 from docsum.llm import OpenAILLM
 from docsum.prompts import EMOTION_STIMULI
 from fakeopenai import FakeOpenAI
+from helpers import kind_of, user_text
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "sample_data" / "docs"
 QUESTION = "When did the library reopen after the renovation?"
@@ -40,10 +41,6 @@ def run(*args: Any) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def user_text(body: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in body.get("messages", []) if m.get("role") == "user")
-
-
 def prompt_text(body: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
 
@@ -55,19 +52,6 @@ def blocks(prompt: str) -> dict[int, str]:
     return {int(m.group(1)): m.group(2) for m in _BLOCK.finditer(prompt)}
 
 
-def kind_of(body: dict[str, Any]) -> str:
-    p = user_text(body)
-    if "numbered list of documents" in p:
-        return "choice"
-    if "numbered list of passages" in p:
-        return "rerank"
-    if "Relevant sentences:" in p:
-        return "compress"
-    if "Draft answer:" in p:
-        return "polish"
-    if "Current answer:" in p:
-        return "refine"
-    return "answer"
 
 
 def smart(answer: str = ANSWER, polish: str = "Polished: the library reopened on Saturday 3 June 2023.", keyword: str = "library"):  # type: ignore[no-untyped-def]

@@ -30,6 +30,8 @@ from docsum.extractive import ExtractiveLLM
 from docsum.store import Store
 from fakeopenai import FakeOpenAI, Reply
 from helpers import (
+    kind_of,
+    user_text,
     CliResult,
     llm_args,
     make_docs,
@@ -116,21 +118,6 @@ def ok_json(result: CliResult) -> dict[str, Any]:
     data = result.json()
     assert data["status"] == "ok" and data["answer"].strip()
     return data
-
-
-def user_text(body: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in body.get("messages", []) if m.get("role") == "user")
-
-
-def kind_of(body: dict[str, Any]) -> str:
-    p = user_text(body)
-    if "numbered list of documents" in p:
-        return "choice"
-    if "numbered list of passages" in p:
-        return "rerank"
-    if "Draft answer:" in p:
-        return "polish"
-    return "answer"
 
 
 # --------------------------------------------------------------------------- rate limits and 5xx

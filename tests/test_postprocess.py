@@ -23,6 +23,7 @@ from docsum.llm import OpenAILLM
 from docsum.postprocess import compress, llm_rerank, long_context_reorder, reorder_positions, similarity_cutoff
 from docsum.schema import Node, NodeWithScore
 from fakeopenai import FakeOpenAI, Reply
+from helpers import user_text
 
 # --------------------------------------------------------------------------- helpers
 
@@ -48,8 +49,6 @@ def on_server(fake: FakeOpenAI, step: Any, *args: Any, **kwargs: Any) -> Any:
     return asyncio.run(go())
 
 
-def user_text(body: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in body.get("messages", []) if m.get("role") == "user")
 
 
 _BLOCK = re.compile(r"^Document (\d+):\n(.*?)(?=^Document \d+:\n|^-{21}$)", re.MULTILINE | re.DOTALL)

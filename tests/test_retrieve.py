@@ -26,6 +26,7 @@ from docsum.extractive import ExtractiveLLM
 from docsum.retrieve import SummaryEntry, format_batch, parse_choices, retrieve, says_none
 from docsum.store import Store
 from fakeopenai import FakeOpenAI, Reply, default_embedding
+from helpers import user_text
 
 # --------------------------------------------------------------------------- helpers
 
@@ -71,8 +72,6 @@ def run(*args: Any) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def user_text(body: dict[str, Any]) -> str:
-    return "\n".join(str(m.get("content") or "") for m in body.get("messages", []) if m.get("role") == "user")
 
 
 _BLOCK = re.compile(r"^Document (\d+):\n(.*?)(?=^Document \d+:\n|^-{21}$)", re.MULTILINE | re.DOTALL)
