@@ -40,7 +40,7 @@ _DOC_BLOCK = re.compile(r"^Document (\d+):\s*$", re.MULTILINE)
 class ExtractiveLLM(LLM):
     # Part of the summary fingerprint: bump it when summaries would come out
     # differently, so stores re-summarize instead of keeping stale ones.
-    version = "7"
+    version = "8"
 
     def __init__(self, context_window: int | None = None, num_output: int | None = None, concurrency: int = 8) -> None:
         metadata = LLMMetadata(
@@ -135,7 +135,7 @@ class ExtractiveLLM(LLM):
         chosen = _select(query, units, max(16, budget), self.metadata.tokenizer, focused=order == "score")
         if order == "document":
             chosen = lead + sorted((pos + len(lead), text) for pos, text in chosen)
-        body = " ".join(text for _, text in chosen)
+        body = _join(text for _, text in chosen)
         return f"{names}\n{body}" if names else body
 
     def refine(self, query: str, existing: str, context: str) -> str:
@@ -154,7 +154,7 @@ class ExtractiveLLM(LLM):
         chosen = _select(query, old + new, self.metadata.num_output, self.metadata.tokenizer, prefer=len(old), focused=True)
         if {text for _, text in chosen} <= set(old):
             return existing  # the new material adds nothing better: keep the answer as it was
-        return " ".join(text for _, text in chosen)
+        return _join(text for _, text in chosen)
 
     def rate(self, query: str, candidates: list[str]) -> list[dict[str, int]]:
         """Relevance 1-10 for each candidate sharing content with the query."""
@@ -218,6 +218,15 @@ MAX_ANSWER_SENTENCES = 6
 RELATIVE_FLOOR = 0.4
 
 
+_MARKUP = re.compile(r"^\s*(?:#{1,6}|>|[-*•])\s+")
+
+
+def _join(units: Any) -> str:
+    """Quoted sentences joined into prose, without the Markdown markers
+    (headings, quotes, bullets) that would read as noise mid-paragraph."""
+    return " ".join(_MARKUP.sub("", text) for text in units)
+
+
 def _select(
     query: str, candidates: list[str], budget: int, tokenizer: Any, prefer: int = 0, focused: bool = False
 ) -> list[tuple[int, str]]:
@@ -247,6 +256,8 @@ def _select(
 
     scored = []
     for (pos, text), bag in zip(unique, bags):
+        if focused and _MARKUP.match(text) and text.lstrip().startswith("#"):
+            continue  # a heading names a topic; it does not answer a question
         vec = {t: idf[t] * (1 + math.log(c)) for t, c in bag.items()}
         norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
         central = sum(v * centroid[t] for t, v in vec.items()) / (norm * c_norm)
