@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,3 +47,16 @@ def fake_llm() -> Iterator[FakeOpenAI]:
     """A started FakeOpenAI on 127.0.0.1; stopped after the test."""
     with FakeOpenAI() as fake:
         yield fake
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to open a connection or resolve a name fails the test."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the code under test tried to use the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
