@@ -31,7 +31,7 @@ from docsum.retrieve import summary_index_text
 from docsum.schema import CallRecord, Usage
 from docsum.split import split_document
 from docsum.lock import BuildLock
-from docsum.store import DocumentRecord, NodeRecord, Store, make_doc_id
+from docsum.store import CallRow, DocumentRecord, NodeRecord, Store, make_doc_id
 from docsum.synthesize import TreeSummarize, planned_calls
 
 log = logging.getLogger("docsum")
@@ -208,6 +208,9 @@ class Builder:
         self.template, self.query = summary_template_for(options)
         self.summarizer = TreeSummarize(llm, summary_template=self.template)
         self.budget = PromptBudget(llm.metadata)
+        # Set per run: its id, and which calls (by identity) are already in the store.
+        self._run_id = 0
+        self._recorded: set[int] = set()
         self._embed_dims: dict[str, int] = {}  # embedding model -> size of the vectors the store holds
 
     # -- deciding what to do ----------------------------------------------
@@ -307,7 +310,8 @@ class Builder:
 
         run_id = self.store.start_run("build", {"paths": [str(p) for p in self.options.paths], "model": self.llm.metadata.model})
         status = "interrupted"
-        recorded: set[int] = set()
+        self._run_id, self._recorded = run_id, set()
+        recorded = self._recorded
         with track_calls() as calls:
             try:
                 for doc_id, size, mtime_ns in plan.touched:
@@ -353,6 +357,15 @@ class Builder:
                 self.store.finish_run(run_id, status, report.usage.as_dict(), dict(report.counts))
                 self.reporter.finish()
         return report
+
+    def _call_rows(self, calls: list[CallRecord]) -> list[CallRow]:
+        """The calls to commit with a document, less those already written."""
+        rows = [
+            (self._run_id, c.kind, c.model, c.prompt_tokens, c.completion_tokens, c.seconds, c.ok)
+            for c in calls
+            if id(c) not in self._recorded
+        ]
+        return rows
 
     def _record_call(self, run_id: int, call: CallRecord, recorded: set[int]) -> None:
         if id(call) in recorded:
@@ -481,7 +494,8 @@ class Builder:
             NodeRecord(work.doc_id, i, c.text, c.start_char, c.end_char, tuple(c.pages), c.token_count)
             for i, c in enumerate(chunks)
         ]
-        self.store.put_document(record, nodes)
+        self.store.put_document(record, nodes, self._call_rows(calls))
+        self._recorded.update(id(c) for c in calls)  # committed: not to be written again
         return FileOutcome(
             rel, "updated" if work.existing else "added", nodes=len(nodes), calls=len(calls),
             prompt_tokens=sum(c.prompt_tokens for c in calls), warnings=loaded.warnings,

@@ -32,7 +32,7 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -147,6 +147,11 @@ _SECRET_KEY = re.compile(r"api[_-]?key|secret|passw(?:or)?d|authorization|creden
 
 # SQLite limits the number of bound parameters; stay far below every default.
 _IN_CHUNK = 500
+
+
+# One row of the calls table: run id, kind, model, prompt tokens, completion
+# tokens, seconds, ok.
+CallRow = tuple[int, str, str, int, int, float, bool]
 
 
 def _now() -> str:
@@ -552,9 +557,11 @@ class Store:
         found = self.find_documents(ref)
         return found[0] if len(found) == 1 else None
 
-    def put_document(self, doc: DocumentRecord, nodes: list[NodeRecord]) -> None:
+    def put_document(self, doc: DocumentRecord, nodes: list[NodeRecord], calls: Sequence[CallRow] = ()) -> None:
         """Insert or replace a document and all its nodes in ONE transaction,
-        and clear any recorded failure for its (root, path).
+        and clear any recorded failure for its (root, path). `calls` (the LLM
+        calls that made it) go in the same transaction, so a crash can never
+        keep a document and lose what it cost.
 
         added_at is kept from the stored row when replacing (unless given);
         updated_at is always now.
@@ -614,6 +621,8 @@ class Store:
                     ),
                 )
             conn.execute("DELETE FROM failures WHERE root = ? AND path = ?", (doc.root, doc.path))
+            for call in calls:
+                self._insert_call(conn, call)
 
     def touch_document(self, doc_id: str, size: int, mtime_ns: int) -> bool:
         """Record a new size/mtime for a document whose content is unchanged (a
@@ -736,11 +745,16 @@ class Store:
     ) -> None:
         """One LLM/embedding call. Committed at once, so usage survives a crash."""
         with self._write() as conn:
-            conn.execute(
-                "INSERT INTO calls (run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, kind, model, int(prompt_tokens), int(completion_tokens), float(seconds), int(ok), _now()),
-            )
+            self._insert_call(conn, (run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok))
+
+    @staticmethod
+    def _insert_call(conn: sqlite3.Connection, call: CallRow) -> None:
+        run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok = call
+        conn.execute(
+            "INSERT INTO calls (run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, kind, model, int(prompt_tokens), int(completion_tokens), float(seconds), int(ok), _now()),
+        )
 
     def finish_run(self, run_id: int, status: str, usage: dict[str, Any], documents: dict[str, Any]) -> None:
         """Close a run. llm_calls / prompt_tokens / completion_tokens come from
