@@ -331,10 +331,13 @@ class Builder:
                 gate = asyncio.Semaphore(max(2, self.llm.concurrency * 2))
                 breaker = _Breaker()
 
+                deferred: list[_Work] = []
+
                 async def one(work: _Work) -> None:
                     async with gate:
                         if breaker.tripped:
-                            return  # not attempted: neither failed nor recorded, tried next run
+                            deferred.append(work)  # neither failed nor recorded
+                            return
                         with track_calls() as doc_calls:
                             outcome = await self._process(work)
                     # Usage is committed with the document, so it survives a crash.
@@ -345,9 +348,15 @@ class Builder:
                     self.reporter.file_done(outcome)
 
                 await asyncio.gather(*(one(w) for w in todo))
+                # A success that finished after the trip (documents complete out
+                # of order) shows the server works: the deferred documents run
+                # now. Each pass starts at least one document, so this ends.
+                while deferred and not breaker.tripped:
+                    batch, deferred[:] = list(deferred), []
+                    await asyncio.gather(*(one(w) for w in batch))
                 if breaker.tripped:
                     status = "aborted"
-                    raise LLMError(breaker.message(len(todo) - breaker.seen))
+                    raise LLMError(breaker.message(len(deferred)))
                 status = "ok" if not report.counts["failed"] else "partial"
             finally:
                 report.calls = list(calls)
@@ -573,7 +582,9 @@ class _Breaker:
     failures that say nothing about the files. The first TRIP_AFTER documents
     in a row failing at the server, before any success, stop the build
     (exit 1); the documents not yet attempted are left for the next run.
-    After one success, failures are per document as usual.
+    Documents finish out of order, so a success that arrives after the trip
+    (from a document already in flight) cancels it and the deferred documents
+    are built after all. After one success, failures are per document as usual.
     """
 
     TRIP_AFTER = 3
@@ -581,14 +592,13 @@ class _Breaker:
     def __init__(self) -> None:
         self.streak = 0
         self.succeeded = False
-        self.seen = 0
         self.tripped = False
         self.last_error = ""
 
     def observe(self, outcome: FileOutcome) -> None:
-        self.seen += 1
         if outcome.action in ("added", "updated"):
             self.succeeded = True
+            self.tripped = False  # a later success outranks an early streak
             self.streak = 0
         elif outcome.action == "failed" and outcome.llm_failed:
             self.streak += 1

@@ -367,6 +367,35 @@ def test_build_keeps_the_summaries_that_worked_and_retries_the_rest(tmp_path: Pa
         assert len(s.list_documents()) == 7 and s.failures() == []
 
 
+@pytest.mark.parametrize("concurrency", ["1", "8"])
+def test_early_failures_do_not_stop_a_build_whose_server_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concurrency: str
+) -> None:
+    """Documents finish out of order: three fast failures can land before the
+    first (slow) success. That success shows the server works, so the build
+    goes on (exit 3, every document attempted) instead of stopping."""
+    monkeypatch.setenv("DOCSUM_MAX_RETRIES", "0")
+    folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
+    make_docs(folder, 7)
+    failing = [marker(i) for i in range(3)]
+
+    def respond(body: dict[str, Any]) -> Reply | str:
+        prompt = user_text(body)
+        if any(m in prompt for m in failing):
+            return Reply(status=500, error_message="upstream exploded")
+        return Reply(text="A summary of the document.", delay=0.3)
+
+    with FakeOpenAI(responder=respond) as fake:
+        result = run_cli("build", folder, "--store", store, *llm_args(fake), "--concurrency", concurrency, "--json")
+        asked = requests_per_marker(fake.chat_requests(), [marker(i) for i in range(7)])
+    assert result.code == 3, result
+    data = result.json()
+    assert data["documents"]["added"] == 4 and data["documents"]["failed"] == 3
+    assert asked == {marker(i): 1 for i in range(7)}
+    with Store.open(store, create=False, readonly=True) as s:
+        assert len(s.list_documents()) == 4 and len(s.failures()) == 3
+
+
 def test_changed_file_that_fails_keeps_its_previous_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCSUM_MAX_RETRIES", "0")
     folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
