@@ -94,7 +94,8 @@ class RecordedRequest:
     `headers` keys are lower-cased because HTTP header names are
     case-insensitive and tests should not depend on the client's spelling.
     `started`/`finished` are `time.monotonic()` values; `finished` stays 0.0
-    until the response has been written (or the connection failed).
+    until the response is complete on the server's side (set just before its
+    last bytes are written, or when the connection failed).
     """
 
     path: str
@@ -247,6 +248,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "FakeOpenAI/1.0"
     disable_nagle_algorithm = True  # small SSE chunks should leave immediately
     server: _Server
+    _open_rec: RecordedRequest | None = None  # the request being answered
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # keep pytest output clean
@@ -307,6 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
             raw=raw,
         )
         fake._enter(rec)
+        self._open_rec = rec
         try:
             self._route(method, self._api_path(), rec, bad_json)
         except _DropConnection:
@@ -323,7 +326,16 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:
                 self.close_connection = True
         finally:
-            fake._leave(rec)
+            self._complete()
+
+    def _complete(self) -> None:
+        """Mark the request finished. Called just before the last bytes go
+        out: once the client holds the whole response it may look at the
+        record (or send its next request), so the record must already say
+        finished and the request must no longer count as in flight."""
+        rec, self._open_rec = self._open_rec, None
+        if rec is not None:
+            self.server.fake._leave(rec)
 
     def _route(self, method: str, path: str, rec: RecordedRequest, bad_json: bool) -> None:
         fake = self.server.fake
@@ -370,6 +382,7 @@ class _Handler(BaseHTTPRequestHandler):
             # connection closed before Content-Length bytes arrived.
             self.wfile.write(data[: len(data) // 2])
             raise _DropConnection
+        self._complete()
         self.wfile.write(data)
         self.wfile.flush()
 
@@ -408,6 +421,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _end_sse(self) -> None:
+        self._complete()
         self._sse("[DONE]")
         self.wfile.write(b"0\r\n\r\n")  # the terminating zero-length chunk
         self.wfile.flush()

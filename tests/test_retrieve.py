@@ -293,8 +293,7 @@ def test_llm_retriever_sends_batches_concurrently_and_maps_numbers_back(store25:
         requests = fake.chat_requests()
         assert len(requests) == 3  # ceil(25 / 10), and no synthesis call in no_text mode
         assert fake.max_inflight > 1  # the batches went out together
-        starts = sorted(r.started for r in requests)
-        assert starts[-1] - starts[0] < 0.2  # all three started before the first (0.2 s) finished
+        assert max(r.started for r in requests) < min(r.finished for r in requests)  # all out before any answer
         for r in requests:
             numbers = sorted(blocks(user_text(r.body)))
             assert numbers == list(range(1, len(numbers) + 1))  # numbering restarts per batch
