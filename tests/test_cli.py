@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,9 @@ import pytest
 from fakeopenai import FakeOpenAI, Reply
 from helpers import (
     PLANTED_KEY,
+    REPO,
     SAMPLE_DOCS,
+    cli_command,
     llm_args,
     make_docs,
     run_cli,
@@ -254,3 +257,24 @@ def test_api_key_never_leaves_the_process(tmp_path: Path, monkeypatch: pytest.Mo
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     _assert_no_key(store.read_bytes())
+
+
+def test_a_reader_that_stops_early_gets_a_quiet_exit(tmp_path: Path) -> None:
+    """`docsum ask … | head -c 100`: the reader closes the pipe while docsum
+    still has most of its output to write. That is the reader's choice, not an
+    error: exit 0, and no traceback or 'Broken pipe' on stderr."""
+    store = tmp_path / "s.sqlite"
+    make_docs(tmp_path / "docs", 1, words=30_000)  # context_only prints ~200 KB, beyond any pipe buffer
+    assert run_cli("build", tmp_path / "docs", "--store", store, "-q").code == 0
+    proc = subprocess.Popen(
+        cli_command("ask", "bees report", "--store", store, "--mode", "context_only", "-q"),
+        cwd=REPO, env=subprocess_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    head = proc.stdout.read(100)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    code = proc.wait(timeout=60)
+    assert head.startswith(b"DOCMARK000") or b"bees" in head
+    assert code == 0, err
+    assert err == ""
