@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from docsum.budget import PromptBudget
+from docsum.embedbatch import SummaryEmbedder
 from docsum.errors import ConfigError, ContextLengthError, LLMError, LoadError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.llm import LLM, estimated_cost, track_calls
@@ -212,6 +213,7 @@ class Builder:
         self._run_id = 0
         self._recorded: set[int] = set()
         self._embed_dims: dict[str, int] = {}  # embedding model -> size of the vectors the store holds
+        self._embedder = SummaryEmbedder(llm)
 
     # -- deciding what to do ----------------------------------------------
     async def reconcile(self) -> _Reconciled:
@@ -338,8 +340,12 @@ class Builder:
                         if breaker.tripped:
                             deferred.append(work)  # neither failed nor recorded
                             return
-                        with track_calls() as doc_calls:
-                            outcome = await self._process(work)
+                        self._embedder.enter()
+                        try:
+                            with track_calls() as doc_calls:
+                                outcome = await self._process(work)
+                        finally:
+                            self._embedder.leave()
                     # Usage is committed with the document, so it survives a crash.
                     for call in doc_calls:
                         self._record_call(run_id, call, recorded)
@@ -541,7 +547,7 @@ class Builder:
         if model == LEXICAL_EMBED_MODEL:
             return lexical_vectors([text])[0], LEXICAL_EMBED_MODEL
         try:
-            vector = (await self.llm.aembed([text]))[0]
+            vector = await self._embedder.embed(text)
             expected = self._embed_dim(model)
             if expected is not None and vector.shape[-1] != expected:
                 # One vector of another size makes the whole summary matrix

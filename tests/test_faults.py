@@ -28,7 +28,7 @@ import pytest
 from docsum.build import BuildOptions, build
 from docsum.extractive import ExtractiveLLM
 from docsum.store import Store
-from fakeopenai import FakeOpenAI, Reply
+from fakeopenai import FakeOpenAI, Reply, default_embedding
 from helpers import (
     kind_of,
     user_text,
@@ -482,9 +482,58 @@ def test_failing_embedding_endpoint_at_build_keeps_the_summary(tmp_path: Path, f
     assert result.code == 0, result
     no_traceback(result)
     assert result.json()["documents"]["added"] == 2
+    # Both summaries shared the request that failed: one line for each document.
+    lines = sorted(result.stderr.strip().splitlines())
+    assert len(lines) == 2, result
+    for name, line in zip(("doc000.txt", "doc001.txt"), lines, strict=True):
+        assert re.match(rf"docsum: warning: embedding failed for {name} \(.*answered 500: embedder down\)", line), line
+    with Store.open(store, create=False, readonly=True) as s:
+        assert {d.embedding_model for d in s.list_documents()} == {"docsum-lexical-v1"}
+
+
+def test_build_embeds_summaries_in_shared_requests(tmp_path: Path) -> None:
+    """Summaries finishing together share an embedding request; each document
+    still gets the vector of its own text, and the requests' usage is stored."""
+    folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
+    make_docs(folder, 20)
+    with FakeOpenAI(embedding_dim=64) as fake:
+        result = run_cli("build", folder, "--store", store, *embed_args(fake), "--json")
+        requests = fake.embedding_requests()
+    assert result.code == 0, result
+    sent = [text for r in requests for text in r.body["input"]]
+    assert len(sent) == 20 and len(requests) < 20
+    vector_of = {mark: text for text in sent for mark in re.findall(r"DOCMARK\d{3}", text)}
+    assert sorted(vector_of) == [marker(i) for i in range(20)]
+    with Store.open(store, create=False, readonly=True) as s:
+        for doc in s.list_documents(with_embeddings=True):
+            expected = default_embedding(vector_of[doc.path.replace("doc", "DOCMARK").removesuffix(".txt")], 64)
+            assert doc.embedding_model == "fake-embed"
+            assert doc.embedding == pytest.approx(expected, abs=1e-5), doc.path
+        (run,) = s.runs()
+        embed_calls = [c for c in s.calls(run["id"]) if c["kind"] == "embed"]
+    assert len(embed_calls) == len(requests)
+    assert result.json()["usage"]["embedding_calls"] == len(requests)
+
+
+def test_a_summary_the_embedder_refuses_costs_only_its_own_vector(tmp_path: Path, fast_retries: None) -> None:
+    """A 400 on a shared request may be about one text: each is retried alone,
+    and only the one refused again falls back to lexical vectors."""
+    folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
+    make_docs(folder, 2)
+    refused = Reply(status=400, error_message="input too long")
+    with FakeOpenAI(embedding_dim=64) as fake:
+        fake.script_embeddings(refused, Reply(), refused)  # the pair, then each alone
+        result = run_cli("build", folder, "--store", store, *embed_args(fake), "--json", "--concurrency", "1")
+        sizes = [len(r.body["input"]) for r in fake.embedding_requests()]
+    assert result.code == 0, result
+    assert sizes == [2, 1, 1]  # a 400 is not retried as such, only split
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result
-    assert re.match(r"docsum: warning: embedding failed for doc00[01]\.txt \(.*answered 500: embedder down\)", lines[0])
+    assert len(lines) == 1 and "answered 400: input too long" in lines[0], result
+    lexical = re.match(r"docsum: warning: embedding failed for (doc00[01]\.txt) ", lines[0])
+    assert lexical, lines[0]
+    with Store.open(store, create=False, readonly=True) as s:
+        models = {d.path: d.embedding_model for d in s.list_documents()}
+    assert models.pop(lexical.group(1)) == "docsum-lexical-v1" and list(models.values()) == ["fake-embed"]
 
 
 @pytest.fixture

@@ -1,0 +1,124 @@
+"""Summary embeddings for a build, sent in shared requests.
+
+Each document is committed together with its summary's embedding, so a crash
+never leaves a summary without a vector. Sending one embedding request per
+summary kept that simple but cost a round trip per document: at 1,000 documents
+that is 1,000 requests where a batching client sends 20, and on a slow or
+single-slot server each one holds up the next summary.
+
+`SummaryEmbedder` keeps the per-document contract (a document awaits its own
+vector and commits it with its summary) while documents that finish at about
+the same time share one request. A waiting summary is sent when
+
+- every document the build is working on is waiting for its vector (nobody
+  else can join soon), or
+- the batch is full, or
+- it has waited `window` seconds (a slow neighbour does not hold it up long).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from docsum.errors import ContextLengthError, LLMError
+from docsum.llm import LLM
+
+# A 4xx other than these says something about the input (too long, empty,
+# refused): worth retrying each text alone so one bad summary does not cost its
+# neighbours their vectors. Auth, rate-limit and server errors would fail alone
+# just the same.
+_NOT_ABOUT_INPUT = {401, 403, 404, 408, 409, 429}
+_STATUS = re.compile(r"\banswered (\d{3})\b")
+
+
+@dataclass
+class _Waiting:
+    text: str
+    result: asyncio.Future[np.ndarray] = field(repr=False)
+
+
+class SummaryEmbedder:
+    """Embeds summaries for concurrent documents in shared requests.
+
+    Callers bracket each document with `enter()`/`leave()` so the embedder
+    knows how many documents could still join a batch."""
+
+    def __init__(self, llm: LLM, max_batch: int = 64, window: float = 0.5) -> None:
+        self.llm = llm
+        self.max_batch = max_batch
+        self.window = window
+        self.active = 0
+        self.requests = 0  # batches sent, for tests and reports
+        self._waiting: list[_Waiting] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def enter(self) -> None:
+        self.active += 1
+
+    def leave(self) -> None:
+        self.active -= 1
+        self._maybe_send()
+
+    async def embed(self, text: str) -> np.ndarray:
+        """This text's vector (L2-normalised); raises LLMError as `aembed` does."""
+        loop = asyncio.get_running_loop()
+        waiting = _Waiting(text, loop.create_future())
+        self._waiting.append(waiting)
+        if self._timer is None:
+            self._timer = loop.call_later(self.window, self._send)
+        self._maybe_send()
+        return await waiting.result
+
+    def _maybe_send(self) -> None:
+        if self._waiting and (len(self._waiting) >= self.max_batch or len(self._waiting) >= self.active):
+            self._send()
+
+    def _send(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        batch, self._waiting = self._waiting[: self.max_batch], self._waiting[self.max_batch :]
+        if not batch:
+            return
+        if self._waiting:  # more than one batch was waiting: the rest start their own clock
+            self._timer = asyncio.get_running_loop().call_later(self.window, self._send)
+        # The task inherits the caller's context, so the request's usage is
+        # recorded in the scope of the document that sent the batch and
+        # committed with it.
+        task = asyncio.get_running_loop().create_task(self._request(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _request(self, batch: list[_Waiting]) -> None:
+        self.requests += 1
+        try:
+            vectors = await self.llm.aembed([w.text for w in batch])
+        except LLMError as exc:
+            if len(batch) > 1 and _about_input(exc):
+                for one in batch:
+                    await self._request([one])
+                return
+            for w in batch:
+                if not w.result.done():
+                    w.result.set_exception(exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - the waiting documents decide what a failure means
+            for w in batch:
+                if not w.result.done():
+                    w.result.set_exception(exc)
+            return
+        for w, vector in zip(batch, vectors, strict=True):
+            if not w.result.done():
+                w.result.set_result(vector)
+
+
+def _about_input(exc: LLMError) -> bool:
+    if isinstance(exc, ContextLengthError):
+        return True
+    match = _STATUS.search(str(exc))
+    return bool(match) and 400 <= int(match.group(1)) < 500 and int(match.group(1)) not in _NOT_ABOUT_INPUT
