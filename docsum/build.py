@@ -18,6 +18,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -213,7 +214,7 @@ class Builder:
         self._run_id = 0
         self._recorded: set[int] = set()
         self._embed_dims: dict[str, int] = {}  # embedding model -> size of the vectors the store holds
-        self._embedder = SummaryEmbedder(llm)
+        self._embedder = SummaryEmbedder(llm)  # replaced per run (its semaphore belongs to the run's loop)
 
     # -- deciding what to do ----------------------------------------------
     async def reconcile(self) -> _Reconciled:
@@ -331,21 +332,35 @@ class Builder:
                 # Bound documents in memory at once; requests in flight are bounded
                 # separately (and process-wide) by the LLM's own limit.
                 gate = asyncio.Semaphore(max(2, self.llm.concurrency * 2))
+                embedder = self._embedder = SummaryEmbedder(self.llm, capacity=max(16, self.llm.concurrency * 2))
                 breaker = _Breaker()
 
                 deferred: list[_Work] = []
 
                 async def one(work: _Work) -> None:
-                    async with gate:
+                    await gate.acquire()
+                    holding = True
+
+                    def release_gate() -> None:
+                        # Waiting for its embedding, a document lets the next
+                        # one start (the embedder bounds how many wait).
+                        nonlocal holding
+                        if holding:
+                            holding = False
+                            gate.release()
+
+                    try:
                         if breaker.tripped:
                             deferred.append(work)  # neither failed nor recorded
                             return
-                        self._embedder.enter()
+                        embedder.enter()
                         try:
                             with track_calls() as doc_calls:
-                                outcome = await self._process(work)
+                                outcome = await self._process(work, release_gate)
                         finally:
-                            self._embedder.leave()
+                            embedder.leave()
+                    finally:
+                        release_gate()
                     # Usage is committed with the document, so it survives a crash.
                     for call in doc_calls:
                         self._record_call(run_id, call, recorded)
@@ -454,7 +469,7 @@ class Builder:
         attempts = self.store.record_failure(root, rel, reason)
         return FileOutcome(rel, "failed", reason, attempts=attempts)
 
-    async def _process(self, work: _Work) -> FileOutcome:
+    async def _process(self, work: _Work, release_gate: Callable[[], None] | None = None) -> FileOutcome:
         rel = work.found.relpath
         root = str(work.found.root)
         try:
@@ -475,7 +490,7 @@ class Builder:
                 summary = summary.strip()
                 if not summary:
                     raise LLMError("the model returned an empty summary")
-                embedding, embed_model = await self._embed(summary_index_text(rel, loaded.title, summary), rel)
+                embedding, embed_model = await self._embed(summary_index_text(rel, loaded.title, summary), rel, release_gate)
         except LLMError as exc:
             outcome = self._failed(root, rel, f"summary failed: {exc}")
             # A prompt too long for the model is this document's problem; any
@@ -542,12 +557,12 @@ class Builder:
         self.store.put_document(record, nodes)
         return FileOutcome(rel, "updated", nodes=len(nodes), warnings=loaded.warnings)
 
-    async def _embed(self, text: str, rel: str = "") -> tuple[Any, str]:
+    async def _embed(self, text: str, rel: str = "", release_gate: Callable[[], None] | None = None) -> tuple[Any, str]:
         model = self.llm.metadata.embed_model
         if model == LEXICAL_EMBED_MODEL:
             return lexical_vectors([text])[0], LEXICAL_EMBED_MODEL
         try:
-            vector = await self._embedder.embed(text)
+            vector = await self._embedder.embed(text, release_gate)
             expected = self._embed_dim(model)
             if expected is not None and vector.shape[-1] != expected:
                 # One vector of another size makes the whole summary matrix

@@ -12,14 +12,20 @@ the same time share one request. A waiting summary is sent when
 
 - every document the build is working on is waiting for its vector (nobody
   else can join soon), or
-- the batch is full, or
+- the embedder is full: `capacity` documents are waiting or in a request, or
 - it has waited `window` seconds (a slow neighbour does not hold it up long).
+
+A document waiting for its vector gives up its place among the documents
+being summarized (the `release` callback), so the LLM keeps summarizing the
+next ones meanwhile; `capacity` bounds how many such documents are held in
+memory on top of those.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,14 +51,17 @@ class SummaryEmbedder:
     """Embeds summaries for concurrent documents in shared requests.
 
     Callers bracket each document with `enter()`/`leave()` so the embedder
-    knows how many documents could still join a batch."""
+    knows how many documents could still join a batch. Make one per run: it
+    holds an asyncio semaphore bound to the run's event loop."""
 
-    def __init__(self, llm: LLM, max_batch: int = 64, window: float = 0.5) -> None:
+    def __init__(self, llm: LLM, capacity: int = 16, window: float = 0.5) -> None:
         self.llm = llm
-        self.max_batch = max_batch
+        self.capacity = max(1, capacity)
         self.window = window
-        self.active = 0
+        self.active = 0  # documents between enter() and leave()
+        self.held = 0  # documents waiting for a vector or in a request
         self.requests = 0  # batches sent, for tests and reports
+        self._room = asyncio.Semaphore(self.capacity)
         self._waiting: list[_Waiting] = []
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -64,29 +73,36 @@ class SummaryEmbedder:
         self.active -= 1
         self._maybe_send()
 
-    async def embed(self, text: str) -> np.ndarray:
-        """This text's vector (L2-normalised); raises LLMError as `aembed` does."""
-        loop = asyncio.get_running_loop()
-        waiting = _Waiting(text, loop.create_future())
-        self._waiting.append(waiting)
-        if self._timer is None:
-            self._timer = loop.call_later(self.window, self._send)
-        self._maybe_send()
-        return await waiting.result
+    async def embed(self, text: str, release: Callable[[], None] | None = None) -> np.ndarray:
+        """This text's vector (L2-normalised); raises LLMError as `aembed` does.
+        `release` is called once the text has a place in a batch."""
+        await self._room.acquire()
+        self.held += 1
+        try:
+            if release is not None:
+                release()
+            loop = asyncio.get_running_loop()
+            waiting = _Waiting(text, loop.create_future())
+            self._waiting.append(waiting)
+            if self._timer is None:
+                self._timer = loop.call_later(self.window, self._send)
+            self._maybe_send()
+            return await waiting.result
+        finally:
+            self.held -= 1
+            self._room.release()
 
     def _maybe_send(self) -> None:
-        if self._waiting and (len(self._waiting) >= self.max_batch or len(self._waiting) >= self.active):
+        if self._waiting and (len(self._waiting) >= self.active or self.held >= self.capacity):
             self._send()
 
     def _send(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        batch, self._waiting = self._waiting[: self.max_batch], self._waiting[self.max_batch :]
+        batch, self._waiting = self._waiting, []
         if not batch:
             return
-        if self._waiting:  # more than one batch was waiting: the rest start their own clock
-            self._timer = asyncio.get_running_loop().call_later(self.window, self._send)
         # The task inherits the caller's context, so the request's usage is
         # recorded in the scope of the document that sent the batch and
         # committed with it.
