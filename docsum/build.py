@@ -17,9 +17,9 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from docsum.budget import PromptBudget
@@ -234,7 +234,9 @@ class Builder:
             known.append(FileOutcome(err.path, "failed", err.reason))
         for path, reason in discovery.skipped:
             known.append(FileOutcome(path, "skipped", reason))
+        where = _StoredRoots(stored.values())
         for found in discovery.files:
+            found = where.canonical(found)
             root = str(found.root)
             doc_id = make_doc_id(root, found.relpath)
             seen_ids.add(doc_id)
@@ -258,7 +260,7 @@ class Builder:
         roots = {str(p.resolve()) for p in self.options.paths if p.is_dir()}
         to_remove = []
         if self.options.prune:
-            to_remove = [d for d in stored.values() if d.doc_id not in seen_ids and d.root in roots]
+            to_remove = [d for d in stored.values() if d.doc_id not in seen_ids and _inside(d.root, d.path, roots)]
         skipped = {
             "hidden": discovery.skipped_hidden,
             "unsupported": discovery.skipped_unsupported,
@@ -327,7 +329,8 @@ class Builder:
                 if self.options.prune:
                     # A failed file that has since vanished is no longer retried.
                     for failure in self.store.failures():
-                        if failure["root"] in plan.roots and (failure["root"], failure["path"]) not in plan.seen:
+                        if (_inside(failure["root"], failure["path"], plan.roots)
+                                and (failure["root"], failure["path"]) not in plan.seen):
                             self.store.clear_failure(failure["root"], failure["path"])
                 # Bound documents in memory at once; requests in flight are bounded
                 # separately (and process-wide) by the LLM's own limit.
@@ -592,6 +595,41 @@ class Builder:
                 return None
             self._embed_dims[model] = int(row[0]) // 4  # little-endian float32
         return self._embed_dims[model]
+
+
+class _StoredRoots:
+    """Keys a found file the way the store already knows it.
+
+    A document is keyed by (build root, path below it). Building `docs` and
+    later `docs/sub` (or the other way round, or naming one file) reaches the
+    same files from different roots; keyed naively they would be stored, paid
+    for and retrieved twice. A file is therefore keyed under a stored root
+    that contains it: the one that already holds it, else the outermost."""
+
+    def __init__(self, documents: Iterable[DocumentRecord]) -> None:
+        self.keys = {(d.root, d.path) for d in documents}
+        # Outermost first: "/a" sorts before "/a/b".
+        self.roots = sorted({d.root for d in documents}, key=lambda r: (len(PurePosixPath(r).parts), r))
+
+    def canonical(self, found: FoundFile) -> FoundFile:
+        location = PurePosixPath(found.root, found.relpath)
+        candidates = []
+        for root in self.roots:
+            if location.is_relative_to(root):
+                rel = location.relative_to(root).as_posix()
+                if (root, rel) in self.keys:
+                    return dataclasses.replace(found, root=Path(root), relpath=rel)
+                candidates.append((root, rel))
+        if (str(found.root), found.relpath) in self.keys or not candidates:
+            return found
+        root, rel = candidates[0]
+        return dataclasses.replace(found, root=Path(root), relpath=rel)
+
+
+def _inside(root: str, relpath: str, folders: set[str]) -> bool:
+    """Whether the stored file root/relpath lies in one of `folders`."""
+    location = PurePosixPath(root, relpath)
+    return any(location.is_relative_to(folder) for folder in folders)
 
 
 class _Breaker:

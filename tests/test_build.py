@@ -494,3 +494,40 @@ def test_failures_after_a_success_are_per_document(docs: Path, store: Path, monk
         assert data["documents"]["added"] == 1 and data["documents"]["failed"] == 3
         assert all("500" in f["error"] for f in data["failures"])
         assert len(fake.chat_requests()) == 4
+
+
+def test_a_subfolder_or_parent_folder_build_reuses_what_the_store_holds(tmp_path: Path, store: Path,
+                                                                       fake_llm: FakeOpenAI) -> None:
+    """`docsum build docs` then `docsum build docs/sub` (or the other way round,
+    or one file named directly) reaches the same files from another root: they
+    are recognised, not summarized and stored a second time, and a subfolder
+    build prunes only inside that subfolder."""
+    folder = tmp_path / "docs"
+    make_docs(folder, 2)
+    inner = make_docs(folder / "sub", 2, start=2)
+    assert build(store, folder, *llm_args(fake_llm)).json()["documents"]["added"] == 4
+
+    fake_llm.reset()
+    data = build(store, folder / "sub", *llm_args(fake_llm)).json()
+    assert data["documents"] == {"added": 0, "updated": 0, "unchanged": 2, "removed": 0, "failed": 0}
+    assert build(store, inner[0], *llm_args(fake_llm)).json()["documents"]["unchanged"] == 1
+    assert fake_llm.requests == []
+
+    inner[1].unlink()  # vanished from the subfolder: a subfolder build removes it, and only it
+    make_docs(folder / "sub", 1, start=9)
+    data = build(store, folder / "sub", *llm_args(fake_llm)).json()
+    assert data["documents"] == {"added": 1, "updated": 0, "unchanged": 1, "removed": 1, "failed": 0}
+    conn = sqlite3.connect(store)
+    stored = sorted(conn.execute("SELECT root, path FROM documents").fetchall())
+    conn.close()
+    root = str(folder.resolve())
+    assert stored == [(root, "doc000.txt"), (root, "doc001.txt"), (root, "sub/doc002.txt"), (root, "sub/doc009.txt")]
+
+    # The other way round: the subfolder first, then its parent.
+    other = tmp_path / "other.sqlite"
+    assert build(other, folder / "sub", *llm_args(fake_llm)).json()["documents"]["added"] == 2
+    fake_llm.reset()
+    data = build(other, folder, *llm_args(fake_llm)).json()
+    assert data["documents"] == {"added": 2, "updated": 0, "unchanged": 2, "removed": 0, "failed": 0}
+    assert len(fake_llm.chat_requests()) == 2
+    assert len(run_cli("summaries", "--store", other, "--json").json()) == 4
