@@ -18,10 +18,12 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pypdf
+from typing import TYPE_CHECKING
 
 from docsum.errors import LoadError
+
+if TYPE_CHECKING:
+    import pypdf
 
 SUPPORTED_SUFFIXES: dict[str, str] = {
     ".txt": "text",
@@ -461,6 +463,8 @@ def _damaged(path: Path, exc: BaseException) -> LoadError:
 
 
 def _open_pdf(path: Path, data: bytes) -> pypdf.PdfReader:
+    import pypdf  # here, not at the top: `docsum ask` never reads a PDF and pypdf costs ~50 ms to import
+
     try:
         reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
         encrypted = reader.is_encrypted
@@ -491,6 +495,8 @@ def _aes_reason() -> str:
 
 
 def _load_pdf(path: Path, data: bytes) -> LoadedDocument:
+    import pypdf  # here, not at the top: `docsum ask` never reads a PDF and pypdf costs ~50 ms to import
+
     reader = _open_pdf(path, data)
     warnings: list[str] = []
     try:

@@ -10,7 +10,6 @@ from typing import Any
 import pypdf
 import pytest
 
-from docsum import load as load_mod
 from docsum.errors import LoadError
 from docsum.load import SUPPORTED_SUFFIXES, Discovery, FoundFile, LoadedDocument, discover, load_file
 
@@ -171,7 +170,7 @@ def test_pypdf_recursion_error_is_a_damaged_pdf(tmp_path: Path, monkeypatch: pyt
     def explode(*args: Any, **kwargs: Any) -> None:
         raise RecursionError("maximum recursion depth exceeded while calling a Python object\n(deep)")
 
-    monkeypatch.setattr(load_mod.pypdf, "PdfReader", explode)
+    monkeypatch.setattr(pypdf, "PdfReader", explode)
     path = write(tmp_path / "deep.pdf", make_pdf(TWO_PAGES))
     with pytest.raises(LoadError) as excinfo:
         load_file(path)
