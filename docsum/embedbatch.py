@@ -24,6 +24,7 @@ memory on top of those.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ _STATUS = re.compile(r"\banswered (\d{3})\b")
 class _Waiting:
     text: str
     result: asyncio.Future[np.ndarray] = field(repr=False)
+    context: contextvars.Context = field(repr=False)  # the waiting document's (its call-tracking scopes)
 
 
 class SummaryEmbedder:
@@ -82,7 +84,7 @@ class SummaryEmbedder:
             if release is not None:
                 release()
             loop = asyncio.get_running_loop()
-            waiting = _Waiting(text, loop.create_future())
+            waiting = _Waiting(text, loop.create_future(), contextvars.copy_context())
             self._waiting.append(waiting)
             if self._timer is None:
                 self._timer = loop.call_later(self.window, self._send)
@@ -103,10 +105,11 @@ class SummaryEmbedder:
         batch, self._waiting = self._waiting, []
         if not batch:
             return
-        # The task inherits the caller's context, so the request's usage is
-        # recorded in the scope of the document that sent the batch and
-        # committed with it.
-        task = asyncio.get_running_loop().create_task(self._request(batch))
+        # The request runs in the first waiting document's context: its usage
+        # lands in that document's call-tracking scope (still open, as the
+        # document awaits its vector) and is committed in its transaction,
+        # whoever triggered the send (a timer, another document leaving).
+        task = asyncio.get_running_loop().create_task(self._request(batch), context=batch[0].context)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
