@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -39,7 +38,6 @@ from docsum.llm import LLM
 # neighbours their vectors. Auth, rate-limit and server errors would fail alone
 # just the same.
 _NOT_ABOUT_INPUT = {401, 403, 404, 408, 409, 429}
-_STATUS = re.compile(r"\banswered (\d{3})\b")
 
 
 @dataclass
@@ -62,7 +60,6 @@ class SummaryEmbedder:
         self.window = window
         self.active = 0  # documents between enter() and leave()
         self.held = 0  # documents waiting for a vector or in a request
-        self.requests = 0  # batches sent, for tests and reports
         self._room = asyncio.Semaphore(self.capacity)
         self._waiting: list[_Waiting] = []
         self._timer: asyncio.TimerHandle | None = None
@@ -114,19 +111,13 @@ class SummaryEmbedder:
         task.add_done_callback(self._tasks.discard)
 
     async def _request(self, batch: list[_Waiting]) -> None:
-        self.requests += 1
         try:
             vectors = await self.llm.aembed([w.text for w in batch])
-        except LLMError as exc:
-            if len(batch) > 1 and _about_input(exc):
+        except Exception as exc:  # noqa: BLE001 - each waiting document decides what a failure means
+            if len(batch) > 1 and isinstance(exc, LLMError) and _about_input(exc):
                 for one in batch:
                     await self._request([one])
                 return
-            for w in batch:
-                if not w.result.done():
-                    w.result.set_exception(exc)
-            return
-        except Exception as exc:  # noqa: BLE001 - the waiting documents decide what a failure means
             for w in batch:
                 if not w.result.done():
                     w.result.set_exception(exc)
@@ -139,5 +130,4 @@ class SummaryEmbedder:
 def _about_input(exc: LLMError) -> bool:
     if isinstance(exc, ContextLengthError):
         return True
-    match = _STATUS.search(str(exc))
-    return bool(match) and 400 <= int(match.group(1)) < 500 and int(match.group(1)) not in _NOT_ABOUT_INPUT
+    return exc.status is not None and 400 <= exc.status < 500 and exc.status not in _NOT_ABOUT_INPUT

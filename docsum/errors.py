@@ -58,7 +58,12 @@ class LoadError(DocsumError):
 
 
 class LLMError(DocsumError):
-    """The LLM server failed in a way retries did not fix."""
+    """The LLM server failed in a way retries did not fix. `status` is the
+    HTTP status the server answered with, when it answered at all."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ContextLengthError(LLMError):

@@ -260,7 +260,7 @@ class OpenAILLM(LLM):
     def _scrub(self, err: LLMError) -> LLMError:
         text = str(err)
         redacted = self._redact(text)
-        return err if redacted == text else type(err)(redacted)
+        return err if redacted == text else type(err)(redacted, status=err.status)
 
     def _translate_raw(self, exc: Exception) -> LLMError:
         import openai
@@ -270,9 +270,10 @@ class OpenAILLM(LLM):
             if _is_context_error(exc):
                 return ContextLengthError(
                     f"prompt too long for {self.metadata.model} (docsum sized it for a "
-                    f"{self.metadata.context_window}-token window; set --context-window to the model's): {message}"
+                    f"{self.metadata.context_window}-token window; set --context-window to the model's): {message}",
+                    status=exc.status_code,
                 )
-            return LLMError(f"LLM server {self._where()} answered {exc.status_code}: {message}")
+            return LLMError(f"LLM server {self._where()} answered {exc.status_code}: {message}", status=exc.status_code)
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(f"LLM server {self._where()} timed out after {self.timeout:g}s (retried {self.max_retries}x)")
         if isinstance(exc, openai.APIConnectionError):
