@@ -166,9 +166,11 @@ async def ask(
     if options.polish:
         POLISH_PROMPT.check({"query_str", "existing_answer", "context_msg"})
 
-    if not store_path.exists():
+    try:
+        store = Store.open(store_path, create=False, readonly=True)
+    except FileNotFoundError:  # no file, or an empty one: nothing was ever stored
         return _empty(question, options, f"no store at {store_path}; run `docsum build PATH` first", engine=llm.metadata.engine)
-    with Store.open(store_path, create=False, readonly=True) as store:
+    with store:
         docs = store.list_documents(with_embeddings=True)
         if not docs:
             return _empty(question, options, "the store has no documents; run `docsum build PATH` first", engine=llm.metadata.engine)

@@ -313,6 +313,8 @@ class Builder:
             self.reporter.finish()
             return report
 
+        # We hold the build lock: a build still marked running was killed.
+        self.store.close_abandoned_runs("build")
         run_id = self.store.start_run("build", {"paths": [str(p) for p in self.options.paths], "model": self.llm.metadata.model})
         status = "interrupted"
         self._run_id, self._recorded = run_id, set()
@@ -713,6 +715,9 @@ async def build(store_path: Path, llm: LLM, options: BuildOptions, reporter: Bui
             return report
         with Store.open(store_path, create=False, readonly=True) as store:
             return await Builder(store, llm, options, reporter).run()
+    # Refuse a file that is not a docsum store before the lock file is made
+    # beside it: a refused --store leaves nothing behind.
+    Store.verify(store_path)
     with BuildLock(store_path, options.wait_seconds):
         with Store.open(store_path) as store:
             return await Builder(store, llm, options, reporter).run()

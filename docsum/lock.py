@@ -36,7 +36,9 @@ class BuildLock:
 
     def __init__(self, store_path: Path, wait_seconds: float = 0.0) -> None:
         self.store_path = Path(store_path)
-        self.path = self.store_path.with_suffix(".lock")
+        # The whole name plus ".lock": with_suffix would give `notes.db` and
+        # `notes.sqlite` one lock file, so two stores would exclude each other.
+        self.path = self.store_path.with_name(self.store_path.name + ".lock")
         self.wait_seconds = max(0.0, float(wait_seconds))
         self._fd: int | None = None
 

@@ -145,6 +145,10 @@ MIGRATIONS: list[str] = [
 # "token" only matches as the last word of a key ("token", "access_token").
 _SECRET_KEY = re.compile(r"api[_-]?key|secret|passw(?:or)?d|authorization|credential|(?:^|[_-])token$", re.IGNORECASE)
 
+# Tables every docsum store has had since schema v1: how a docsum store is
+# told apart from another application's SQLite file.
+_CORE_TABLES = frozenset({"documents", "nodes", "runs", "calls", "meta"})
+
 # SQLite limits the number of bound parameters; stay far below every default.
 _IN_CHUNK = 500
 
@@ -332,12 +336,16 @@ class Store:
     def open(cls, path: Path | str, *, create: bool = True, readonly: bool = False) -> Store:
         """Open (and, if needed, create and migrate) the store at `path`.
 
-        create=False or readonly=True and no file: FileNotFoundError.
+        create=False or readonly=True and no file: FileNotFoundError (also for
+        readonly=True on an empty file: nothing has been stored there).
         A store from a newer docsum: StoreVersionError, file left untouched.
+        Any other file, SQLite databases of other applications included:
+        DocsumError, file left untouched (docsum converts only its own files).
         readonly=True on a store from an older docsum: it is migrated first
         (through a short-lived writable connection: `docsum ask` must keep
         working after an upgrade, without a build first), then opened
-        read-only; StoreVersionError if it cannot be written to.
+        read-only; StoreVersionError if it cannot be written to. A store in a
+        folder the reader cannot write to is still readable.
         """
         path = Path(path).expanduser()
         exists = path.exists()
@@ -360,21 +368,42 @@ class Store:
                     # sqlite creates the file at open; umask already made it
                     # 0600, chmod also covers a file system that ignores umask.
                     os.chmod(path, 0o600)
-                cls._check_version(conn, path)
+                version = cls._check_version(conn, path)
+                if version == 0 and readonly:
+                    # An empty database: no store yet, and a reader creates none.
+                    raise FileNotFoundError(errno.ENOENT, "no docsum store here (empty file)", str(path))
                 if not readonly:
                     cls._configure_writer(conn)
                     cls._migrate(conn)
-                else:
-                    version = conn.execute("PRAGMA user_version").fetchone()[0]
-                    if version < len(MIGRATIONS):
-                        conn.close()
-                        cls._upgrade(path, version)
-                        conn = cls._connect(path, readonly)
-                        cls._check_version(conn, path)
+                elif version < len(MIGRATIONS):
+                    conn.close()
+                    cls._upgrade(path, version)
+                    conn = cls._connect(path, readonly)
+                    cls._check_version(conn, path)
             except BaseException:
                 conn.close()
                 raise
         return cls(path, conn, readonly)
+
+    @classmethod
+    def verify(cls, path: Path | str) -> None:
+        """Refuse, before anything is created next to it (the build lock), a
+        file at `path` that docsum must not write to: a folder, a file that is
+        not a docsum store, a store from a newer docsum. Writes nothing; a
+        missing file passes (the build will create it)."""
+        path = Path(path).expanduser()
+        if not path.exists():
+            return
+        if path.is_dir():
+            raise DocsumError(f"{path}: is a directory, not a docsum store file")
+        try:
+            conn = cls._connect(path, readonly=True)
+        except (OSError, sqlite3.OperationalError) as exc:
+            raise DocsumError(f"{path}: cannot open the store ({exc})") from exc
+        try:
+            cls._check_version(conn, path)
+        finally:
+            conn.close()
 
     @classmethod
     def _upgrade(cls, path: Path, version: int) -> None:
@@ -403,6 +432,14 @@ class Store:
         if readonly:
             # mode=ro in a URI: SQLite refuses every write at the file level.
             uri = path.resolve().as_uri() + "?mode=ro"
+            if _needs_immutable(path):
+                # A WAL reader needs a -shm file beside the store; in a folder
+                # we cannot write to, with no build leaving one there, SQLite
+                # could not open the store at all. immutable=1 reads the file
+                # without the -shm; safe because nobody without write access
+                # to that folder can be writing the store either (a writer
+                # would have left its -wal and -shm there).
+                uri += "&immutable=1"
             conn = sqlite3.connect(uri, uri=True, isolation_level=None)
         else:
             # isolation_level=None: autocommit, we issue BEGIN/COMMIT ourselves
@@ -414,17 +451,29 @@ class Store:
         return conn
 
     @staticmethod
-    def _check_version(conn: sqlite3.Connection, path: Path) -> None:
-        # Reading user_version writes nothing, so a refused store stays byte-identical.
+    def _check_version(conn: sqlite3.Connection, path: Path) -> int:
+        """The store's schema version; raises unless the file is docsum's own
+        store (or an empty database) at a version this docsum can read.
+        Reads only, so a refused file stays byte-identical."""
         try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError as exc:
             raise DocsumError(f"{path}: not a docsum store ({exc})") from exc
+        if version == 0 and not tables:
+            return 0  # a new, empty database: ours to create the schema in
+        if version == 0 or not _CORE_TABLES <= tables:
+            # Another application's SQLite file (possibly with its own
+            # user_version): never migrate or convert it.
+            raise DocsumError(
+                f"{path}: not a docsum store (an SQLite database without docsum's tables); left untouched"
+            )
         if version > len(MIGRATIONS):
             raise StoreVersionError(
                 f"{path}: written by a newer docsum (schema v{version}, this one knows up to "
                 f"v{len(MIGRATIONS)}); upgrade docsum"
             )
+        return version
 
     @staticmethod
     def _configure_writer(conn: sqlite3.Connection) -> None:
@@ -733,6 +782,18 @@ class Store:
             )
             return int(cur.lastrowid or 0)
 
+    def close_abandoned_runs(self, kind: str) -> int:
+        """Mark runs of `kind` still 'running' as 'killed'. Only for a caller
+        that holds the build lock: then no such run can be alive (a SIGKILL or
+        power loss left them so). Returns how many were closed."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET status = 'killed', finished_at = COALESCE(finished_at, ?) "
+                "WHERE kind = ? AND status = 'running'",
+                (_now(), kind),
+            )
+            return int(cur.rowcount)
+
     def record_call(
         self,
         run_id: int,
@@ -841,6 +902,14 @@ class Store:
         except sqlite3.DatabaseError:
             return False
         return [tuple(r) for r in rows] == [("ok",)]
+
+
+def _needs_immutable(path: Path) -> bool:
+    """Whether a reader can only open `path` without a -shm file: its folder
+    is not writable to us and no writer has left a -shm file there."""
+    folder = path.resolve().parent
+    shm = folder / (path.name + "-shm")
+    return not os.access(folder, os.W_OK) and not shm.exists()
 
 
 def _os_reason(exc: OSError) -> str:

@@ -293,6 +293,9 @@ def test_sigkill_mid_build_then_resume_summarizes_only_the_rest(tmp_path: Path, 
         }
         assert len(fake.chat_requests()) == N_DOCS - len(done)
         assert stored_paths(store) == {f"doc{i:03d}.txt" for i in range(N_DOCS)}
+        with Store.open(store, create=False, readonly=True) as s:
+            # The killed run is not left looking as if it were still running.
+            assert [r["status"] for r in s.runs()] == ["ok", "killed"]
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

@@ -220,7 +220,7 @@ def test_file_and_directory_modes(tmp_path: Path) -> None:
         assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
         assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o700
         with BuildLock(path):
-            assert stat.S_IMODE(path.with_suffix(".lock").stat().st_mode) == 0o600
+            assert stat.S_IMODE(path.with_name(path.name + ".lock").stat().st_mode) == 0o600
     finally:
         os.umask(old)
 
@@ -656,7 +656,7 @@ def test_lock_of_killed_holder_is_taken(store_path: Path) -> None:
         os.kill(holder.pid, signal.SIGKILL)
         holder.communicate(timeout=30)
     assert holder.returncode == -signal.SIGKILL
-    lock_file = store_path.with_suffix(".lock")
+    lock_file = store_path.with_name(store_path.name + ".lock")
     assert json.loads(lock_file.read_text())["pid"] == holder.pid  # stale info left behind
     with BuildLock(store_path) as lock:
         assert json.loads(lock.path.read_text())["pid"] == os.getpid()
@@ -665,7 +665,7 @@ def test_lock_of_killed_holder_is_taken(store_path: Path) -> None:
 
 def test_lock_is_reentrant_per_object_and_release_idempotent(tmp_path: Path) -> None:
     lock = BuildLock(tmp_path / "s.sqlite")
-    assert lock.path == tmp_path / "s.lock"
+    assert lock.path == tmp_path / "s.sqlite.lock"
     lock.acquire()
     lock.acquire()
     assert lock.held

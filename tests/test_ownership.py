@@ -1,0 +1,127 @@
+"""Files docsum does not own are never modified, two stores never share a
+lock, and a store in a folder the reader cannot write to can still be read
+(issue 15, class 3). Permission cases run docsum as uid 65534, since the
+suite runs as root, for whom every permission check passes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import SAMPLE_DOCS, cli_command, run_cli, subprocess_env
+from docsum.errors import DocsumError
+from docsum.lock import BuildLock
+from docsum.store import Store
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def _foreign_database(path: Path, user_version: int = 0) -> bytes:
+    """Another application's SQLite file; returns its bytes for comparison."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE contacts (name TEXT, phone TEXT)")
+    conn.execute("INSERT INTO contacts VALUES ('Ada', '555-0100')")
+    conn.execute(f"PRAGMA user_version = {user_version:d}")
+    conn.commit()
+    conn.close()
+    return path.read_bytes()
+
+
+def _leftovers(path: Path) -> list[str]:
+    return sorted(p.name for p in path.parent.iterdir() if p.name != path.name and p.name.startswith(path.name))
+
+
+@pytest.mark.parametrize("user_version", [0, 1, 7])
+def test_another_applications_sqlite_file_is_never_converted(tmp_path: Path, user_version: int) -> None:
+    foreign = tmp_path / "contacts.db"
+    before = _foreign_database(foreign, user_version)
+    for readonly in (True, False):
+        with pytest.raises(DocsumError, match="not a docsum store"):
+            Store.open(foreign, readonly=readonly)
+        assert foreign.read_bytes() == before
+
+    for args in (["ask", "who?"], ["summaries"], ["show", "x"], ["remove", "x"], ["build", str(SAMPLE_DOCS)]):
+        result = run_cli(*args, "--store", foreign)
+        assert result.code == 1, (args, result)
+        assert "not a docsum store" in result.stderr and str(foreign) in result.stderr
+        assert foreign.read_bytes() == before, args
+        assert _leftovers(foreign) == [], args  # no lock, -wal or -shm file beside it
+    with sqlite3.connect(foreign) as conn:
+        assert conn.execute("SELECT name FROM contacts").fetchall() == [("Ada",)]
+
+
+def test_a_refused_store_file_leaves_no_lock_file_behind(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# not a store\n", encoding="utf-8")
+    result = run_cli("build", SAMPLE_DOCS, "--store", readme)
+    assert result.code == 1, result
+    assert "not a docsum store" in result.stderr
+    assert readme.read_text(encoding="utf-8") == "# not a store\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md", "docsum_home"]
+
+
+def test_two_stores_with_the_same_stem_do_not_share_a_lock(tmp_path: Path) -> None:
+    with BuildLock(tmp_path / "notes.db") as first, BuildLock(tmp_path / "notes.sqlite") as second:
+        assert first.held and second.held
+        assert first.path != second.path
+
+
+def test_a_reader_never_creates_a_store_in_an_empty_file(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    with pytest.raises(FileNotFoundError):
+        Store.open(empty, readonly=True)
+    assert empty.read_bytes() == b""
+    result = run_cli("ask", "anything?", "--store", empty)
+    assert result.code == 5, result
+    assert empty.read_bytes() == b"" and _leftovers(empty) == []
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A folder uid 65534 can reach (pytest's tmp_path is private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="docsum-ro-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        for path in (folder, *folder.rglob("*")):
+            if path.is_dir():
+                path.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def _as_nobody(*args: str | os.PathLike[str], home: Path) -> subprocess.CompletedProcess[str]:
+    env = subprocess_env(DOCSUM_HOME=str(home))
+    return subprocess.run(
+        [*NOBODY, *cli_command(*args)], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_store_in_a_read_only_folder_can_be_read(shared_dir: Path) -> None:
+    store_dir = shared_dir / "stores"
+    store = store_dir / "docs.sqlite"
+    built = run_cli("build", SAMPLE_DOCS, "--store", store)
+    assert built.code == 0, built
+    assert _leftovers(store) == ["docs.sqlite.lock"]  # the WAL was checkpointed away at close
+    # Readable by others, writable by nobody but root: as a shared, published store.
+    store.chmod(0o644)
+    store_dir.chmod(0o555)
+    home = shared_dir / "home"
+    home.mkdir(mode=0o777)
+    home.chmod(0o777)
+
+    listed = _as_nobody("summaries", "--store", store, home=home)
+    assert listed.returncode == 0, listed.stderr
+    assert len(listed.stdout.splitlines()) == len(list(SAMPLE_DOCS.iterdir()))
+    asked = _as_nobody("ask", "How much did Brindle & Daughter pay for the oven?", "--store", store, "--json", home=home)
+    assert asked.returncode == 0, asked.stderr
+    assert "error" not in asked.stderr
+    assert _leftovers(store) == ["docs.sqlite.lock"]
