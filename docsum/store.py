@@ -145,10 +145,6 @@ MIGRATIONS: list[str] = [
 # "token" only matches as the last word of a key ("token", "access_token").
 _SECRET_KEY = re.compile(r"api[_-]?key|secret|passw(?:or)?d|authorization|credential|(?:^|[_-])token$", re.IGNORECASE)
 
-# Tables every docsum store has had since schema v1: how a docsum store is
-# told apart from another application's SQLite file.
-_CORE_TABLES = frozenset({"documents", "nodes", "runs", "calls", "meta"})
-
 # SQLite limits the number of bound parameters; stay far below every default.
 _IN_CHUNK = 500
 
@@ -457,12 +453,12 @@ class Store:
         Reads only, so a refused file stays byte-identical."""
         try:
             version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tables = {str(row[0]).lower() for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError as exc:
             raise DocsumError(f"{path}: not a docsum store ({exc})") from exc
         if version == 0 and not tables:
             return 0  # a new, empty database: ours to create the schema in
-        if version == 0 or not _CORE_TABLES <= tables:
+        if version == 0 or not _first_schema_tables() <= tables:
             # Another application's SQLite file (possibly with its own
             # user_version): never migrate or convert it.
             raise DocsumError(
@@ -902,6 +898,13 @@ class Store:
         except sqlite3.DatabaseError:
             return False
         return [tuple(r) for r in rows] == [("ok",)]
+
+
+def _first_schema_tables() -> set[str]:
+    """The tables the first migration creates: every docsum store has them,
+    which tells it apart from another application's SQLite file. Looked up at
+    call time, as in _migrate (tests substitute their own MIGRATIONS)."""
+    return {name.lower() for name in re.findall(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", MIGRATIONS[0], re.IGNORECASE)}
 
 
 def _needs_immutable(path: Path) -> bool:
