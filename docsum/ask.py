@@ -17,7 +17,8 @@ from docsum.errors import ConfigError, ContextLengthError
 from docsum.llm import LLM, track_calls
 from docsum.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
 from docsum.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
-from docsum.retrieve import RETRIEVERS, Retrieval, SummaryEntry, retrieve
+from docsum.corpus import StoreCorpus
+from docsum.retrieve import RETRIEVERS, Retrieval, SummaryCorpus, retrieve
 from docsum.schema import CallRecord, Node, NodeWithScore, Response, ResponseStatus, Usage
 from docsum.store import Store
 from docsum.synthesize import BaseSynthesizer, ResponseMode, get_response_synthesizer, is_meta_answer, planned_calls
@@ -28,6 +29,11 @@ log = logging.getLogger("docsum")
 # window left after the answer's budget, so the documents still fit beside it.
 MAX_QUESTION_SHARE = 0.5
 T = TypeVar("T")
+
+# Candidates whose summaries are read and listed by --explain (at least
+# --top-k and --candidates): reading all of them would make every question
+# cost as much as the store is large.
+SHOWN_CANDIDATES = 50
 
 # Names the synthesizers fill in themselves; a --var cannot set them.
 RESERVED_VARIABLES = frozenset({"query_str", "context_str", "context_msg", "existing_answer"})
@@ -171,12 +177,11 @@ async def ask(
     except FileNotFoundError:  # no file, or an empty one: nothing was ever stored
         return _empty(question, options, f"no store at {store_path}; run `docsum build PATH` first", engine=llm.metadata.engine)
     with store:
-        docs = store.list_documents(with_embeddings=True)
-        if not docs:
+        corpus = StoreCorpus.beside(store)
+        if not corpus.size():
             return _empty(question, options, "the store has no documents; run `docsum build PATH` first", engine=llm.metadata.engine)
-        entries = [SummaryEntry(d.doc_id, d.path, d.summary, d.embedding, d.embedding_model, d.title) for d in docs]
         with track_calls() as calls:
-            result = await _answer(store, llm, question, options, synth, entries, explain)
+            result = await _answer(store, llm, question, options, synth, corpus, explain)
             if result.stream is not None:
                 result.stream = _with_calls(result.stream, calls)
         result.calls = calls
@@ -218,13 +223,15 @@ async def _answer(
     question: str,
     options: AskOptions,
     synth: BaseSynthesizer,
-    entries: list[SummaryEntry],
+    corpus: SummaryCorpus,
     explain: Callable[[str], None] | None,
 ) -> AskResult:
     say = explain or (lambda _msg: None)
+    # Summaries are read for the kept candidates only (what --explain lists).
+    keep = max(options.top_k, options.candidates, SHOWN_CANDIDATES)
     found: Retrieval = await _in_step(f"retrieval ({options.retriever})", retrieve(
-        options.retriever, llm, question, entries,
-        top_k=options.top_k, batch_size=options.choice_batch_size, candidates=options.candidates,
+        options.retriever, llm, question, corpus,
+        top_k=options.top_k, batch_size=options.choice_batch_size, candidates=options.candidates, keep=keep,
     ))
     candidates = [
         {"doc_id": c.doc_id, "path": c.path, "score": c.score, "chosen": c.chosen, "summary": c.summary}
@@ -236,6 +243,9 @@ async def _answer(
         score = "  -  " if c.score is None else f"{c.score:.3f}"
         via = f" ({c.via})" if found.retriever == "hybrid" and c.via else ""
         say(f"[{'x' if c.chosen else ' '}] {score}{via}  {c.path}: {first_line}")
+    unlisted = corpus.size() - len(found.candidates)
+    if unlisted > 0:
+        say(f"... and {unlisted} lower-scored document(s) not listed")
     for note in found.notes:
         say(f"retrieval: {note}")
     warnings = [n for n in found.notes if "could not be parsed" in n]

@@ -35,6 +35,7 @@ from docsum.split import split_document
 from docsum.lock import BuildLock
 from docsum.store import CallRow, DocumentRecord, NodeRecord, Store, make_doc_id
 from docsum.synthesize import TreeSummarize, planned_calls
+from docsum.vectors import cache_path_for, refresh_vectors
 
 log = logging.getLogger("docsum")
 
@@ -720,4 +721,9 @@ async def build(store_path: Path, llm: LLM, options: BuildOptions, reporter: Bui
     Store.verify(store_path)
     with BuildLock(store_path, options.wait_seconds):
         with Store.open(store_path) as store:
-            return await Builder(store, llm, options, reporter).run()
+            report = await Builder(store, llm, options, reporter).run()
+            # Questions read vectors from this file; bring it up to date now
+            # rather than on the first question (an interrupted build leaves
+            # it behind, and the next question or build catches up).
+            refresh_vectors(store, cache_path_for(store.path))
+            return report

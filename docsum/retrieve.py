@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -335,6 +337,60 @@ async def query_vector(llm: LLM, query: str, model: str | None) -> np.ndarray:
     return (await llm.aembed([query]))[0]
 
 
+class SummaryCorpus(Protocol):
+    """What the retrievers read summaries from. The rule that keeps a question's
+    cost flat as the store grows: score every document from its vector, then
+    read summaries only for the documents kept (`entries`); only LLM choice over
+    the whole store needs `all_entries`."""
+
+    def size(self) -> int: ...
+
+    async def embedding_scores(self, llm: LLM, query: str) -> tuple[list[str], np.ndarray, list[str]]:
+        """(doc_ids, cosine scores, notes) for every document."""
+        ...
+
+    def entries(self, doc_ids: list[str]) -> list[SummaryEntry]:
+        """The named documents' summaries, in that order (unknown ids left out)."""
+        ...
+
+    def all_entries(self) -> list[SummaryEntry]: ...
+
+
+class EntryCorpus:
+    """A corpus held in memory as a list (the library's and eval's way)."""
+
+    def __init__(self, entries: list[SummaryEntry]) -> None:
+        self._entries = entries
+        self._by_id = {e.doc_id: e for e in entries}
+
+    def size(self) -> int:
+        return len(self._entries)
+
+    async def embedding_scores(self, llm: LLM, query: str) -> tuple[list[str], np.ndarray, list[str]]:
+        scores, notes = await score_by_embedding(llm, query, self._entries)
+        return [e.doc_id for e in self._entries], scores, notes
+
+    def entries(self, doc_ids: list[str]) -> list[SummaryEntry]:
+        return [self._by_id[d] for d in doc_ids if d in self._by_id]
+
+    def all_entries(self) -> list[SummaryEntry]:
+        return list(self._entries)
+
+
+def as_corpus(entries: list[SummaryEntry] | SummaryCorpus) -> SummaryCorpus:
+    return EntryCorpus(entries) if isinstance(entries, list) else entries
+
+
+def planned_choice_calls(retriever: str, documents: int, batch_size: int, candidates: int) -> int:
+    """LLM calls the retriever will make over `documents` summaries (at least:
+    a batch also closes early when the next summary would not fit the window)."""
+    if retriever == "llm":
+        return math.ceil(documents / batch_size)
+    if retriever == "hybrid":
+        return math.ceil(min(documents, candidates) / batch_size)
+    return 0
+
+
 async def score_by_embedding(llm: LLM, query: str, entries: list[SummaryEntry]) -> tuple[np.ndarray, list[str]]:
     """Cosine similarity of the question to every summary, in one matrix product."""
     notes: list[str] = []
@@ -368,9 +424,21 @@ def _candidates(entries: list[SummaryEntry], scores: np.ndarray | list[float | N
     return out
 
 
-async def retrieve_by_embedding(llm: LLM, query: str, entries: list[SummaryEntry], top_k: int) -> Retrieval:
-    scores, notes = await score_by_embedding(llm, query, entries)
-    ranked = _candidates(entries, scores, "embedding")
+async def retrieve_by_embedding(
+    llm: LLM, query: str, entries: list[SummaryEntry] | SummaryCorpus, top_k: int, keep: int | None = None
+) -> Retrieval:
+    """The `top_k` best-scored documents. Summaries are read for the `keep`
+    best only (None: all), which are the candidates reported."""
+    corpus = as_corpus(entries)
+    ids, scores, notes = await corpus.embedding_scores(llm, query)
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    if keep is not None:
+        order = order[: max(keep, top_k)]
+    score_of = {ids[i]: float(scores[i]) for i in order}
+    kept = corpus.entries([ids[i] for i in order])
+    # Equal scores rank by path, as they did when every summary was listed.
+    kept.sort(key=lambda e: (-score_of[e.doc_id], e.path))
+    ranked = _candidates(kept, [score_of[e.doc_id] for e in kept], "embedding")
     chosen = [c for c in ranked[:top_k] if (c.score or 0) > 0]
     if not chosen and ranked:
         notes.append("no summary shares anything with the question")
@@ -428,8 +496,9 @@ def says_none(answer: str) -> bool:
 
 
 async def retrieve_by_llm(
-    llm: LLM, query: str, entries: list[SummaryEntry], top_k: int, batch_size: int, via: str = "llm"
+    llm: LLM, query: str, corpus: list[SummaryEntry] | SummaryCorpus, top_k: int, batch_size: int, via: str = "llm"
 ) -> Retrieval:
+    entries = as_corpus(corpus).all_entries()
     picks, parsed, sent = await choose_with_llm(llm, query, entries, batch_size)
     notes: list[str] = []
     if sent and parsed == 0:
@@ -455,14 +524,14 @@ async def retrieve_by_llm(
 
 
 async def retrieve_hybrid(
-    llm: LLM, query: str, entries: list[SummaryEntry], top_k: int, batch_size: int, candidates: int
+    llm: LLM, query: str, corpus: list[SummaryEntry] | SummaryCorpus, top_k: int, batch_size: int, candidates: int,
+    keep: int | None = None,
 ) -> Retrieval:
-    first = await retrieve_by_embedding(llm, query, entries, candidates)
+    corpus = as_corpus(corpus)
+    first = await retrieve_by_embedding(llm, query, corpus, candidates, None if keep is None else max(keep, candidates))
     shortlist_ids = {c.doc_id for c in first.candidates[:candidates]}
-    shortlist = [e for e in entries if e.doc_id in shortlist_ids]
     # Hand the shortlist to the LLM in embedding order, best first.
-    order = {c.doc_id: i for i, c in enumerate(first.candidates)}
-    shortlist.sort(key=lambda e: order[e.doc_id])
+    shortlist = corpus.entries([c.doc_id for c in first.candidates[:candidates]])
     second = await retrieve_by_llm(llm, query, shortlist, top_k, batch_size, via="hybrid")
     second.notes = first.notes + [f"embedding shortlist of {len(shortlist)} for LLM choice"] + second.notes
     # Documents left off the shortlist are still candidates (for --explain),
@@ -477,16 +546,19 @@ async def retrieve(
     retriever: str,
     llm: LLM,
     query: str,
-    entries: list[SummaryEntry],
+    entries: list[SummaryEntry] | SummaryCorpus,
     *,
     top_k: int,
     batch_size: int = 10,
     candidates: int = 20,
+    keep: int | None = None,
 ) -> Retrieval:
+    """Pick documents. `keep` bounds the candidates whose summaries are read
+    and reported (None: all); LLM choice over the whole store reads them all."""
     if retriever == "embedding":
-        return await retrieve_by_embedding(llm, query, entries, top_k)
+        return await retrieve_by_embedding(llm, query, entries, top_k, keep)
     if retriever == "llm":
         return await retrieve_by_llm(llm, query, entries, top_k, batch_size)
     if retriever == "hybrid":
-        return await retrieve_hybrid(llm, query, entries, top_k, batch_size, candidates)
+        return await retrieve_hybrid(llm, query, entries, top_k, batch_size, candidates, keep)
     raise ConfigError(f"unknown retriever {retriever!r}; choose one of {', '.join(RETRIEVERS)}")

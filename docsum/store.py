@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from docsum.errors import DocsumError, StoreVersionError
+from docsum.vectors import VectorChange, VectorChanges
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -138,6 +139,35 @@ MIGRATIONS: list[str] = [
     CREATE INDEX documents_path_root ON documents(path, root);
     DROP INDEX documents_path;
     """,
+    # v3: a log of summary-vector changes, so the vector file beside the store
+    # (docsum.vectors) learns what changed since it was written without
+    # reading every document. One row per document ever stored: a change
+    # moves the document's row to a new, higher seq (AUTOINCREMENT never
+    # reuses one), a removal leaves its row as the tombstone. The triggers keep
+    # it exact whatever writes the documents table (delete then insert, not
+    # INSERT OR REPLACE: an outer statement's conflict policy overrides the
+    # one written inside a trigger). store_id tells this store
+    # from another one later created at the same path.
+    """
+    CREATE TABLE vector_log (
+        seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+        doc_id TEXT NOT NULL UNIQUE
+    );
+    INSERT INTO vector_log (doc_id) SELECT doc_id FROM documents ORDER BY path, root;
+    CREATE TRIGGER documents_vector_insert AFTER INSERT ON documents BEGIN
+        DELETE FROM vector_log WHERE doc_id = NEW.doc_id;
+        INSERT INTO vector_log (doc_id) VALUES (NEW.doc_id);
+    END;
+    CREATE TRIGGER documents_vector_update AFTER UPDATE OF embedding, embedding_model ON documents BEGIN
+        DELETE FROM vector_log WHERE doc_id = NEW.doc_id;
+        INSERT INTO vector_log (doc_id) VALUES (NEW.doc_id);
+    END;
+    CREATE TRIGGER documents_vector_delete AFTER DELETE ON documents BEGIN
+        DELETE FROM vector_log WHERE doc_id = OLD.doc_id;
+        INSERT INTO vector_log (doc_id) VALUES (OLD.doc_id);
+    END;
+    INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', '"' || lower(hex(randomblob(16))) || '"');
+    """,
 ]
 
 # Second guard against persisting credentials in runs.settings (the caller is
@@ -147,6 +177,8 @@ _SECRET_KEY = re.compile(r"api[_-]?key|secret|passw(?:or)?d|authorization|creden
 
 # SQLite limits the number of bound parameters; stay far below every default.
 _IN_CHUNK = 500
+# Vectors fetched per query by vector_changes: 1,024 x 1,536 float32 is 6 MB.
+_VECTOR_BATCH = 1024
 
 
 # One row of the calls table: run id, kind, model, prompt tokens, completion
@@ -558,6 +590,24 @@ class Store:
         rows = self.conn.execute(f"SELECT {columns} FROM documents ORDER BY path, root").fetchall()
         return [_row_to_document(r) for r in rows]
 
+    def document_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
+
+    def get_documents(self, doc_ids: list[str]) -> list[DocumentRecord]:
+        """The named documents without their embeddings, in the order named;
+        unknown ids are left out. Reads only those rows, whatever the store's size."""
+        found: dict[str, DocumentRecord] = {}
+        unique = list(dict.fromkeys(doc_ids))
+        for start in range(0, len(unique), _IN_CHUNK):
+            chunk = unique[start : start + _IN_CHUNK]
+            rows = self.conn.execute(
+                f"SELECT {_DOC_COLUMNS_NO_EMB} FROM documents WHERE doc_id IN ({', '.join('?' * len(chunk))})", chunk
+            ).fetchall()
+            for row in rows:
+                doc = _row_to_document(row)
+                found[doc.doc_id] = doc
+        return [found[d] for d in unique if d in found]
+
     def find_documents(self, ref: str) -> list[DocumentRecord]:
         """Candidates for `ref`, most specific rule first; see get_document.
 
@@ -735,6 +785,36 @@ class Store:
         if len({v.shape for v in vectors}) != 1:
             return doc_ids, None, model
         return doc_ids, np.stack(vectors).astype(np.float32, copy=False), model
+
+    def vector_changes(self, since: int) -> VectorChanges:
+        """The documents whose summary vector changed after generation `since`
+        (added, re-embedded or removed), with their current vectors, fetched
+        in batches as the caller iterates. See docsum.vectors.VectorSource."""
+        conn = self.conn
+        store_id = str(self.get_meta("store_id", ""))
+        generation = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM vector_log").fetchone()[0])
+        if since > generation:
+            since = 0
+        count = int(conn.execute("SELECT COUNT(*) FROM vector_log WHERE seq > ? AND seq <= ?", (since, generation)).fetchone()[0])
+
+        def batches() -> Iterator[list[VectorChange]]:
+            last = since
+            while True:
+                rows = conn.execute(
+                    "SELECT l.seq, l.doc_id, d.doc_id IS NULL, d.embedding, d.embedding_model "
+                    "FROM vector_log AS l LEFT JOIN documents AS d ON d.doc_id = l.doc_id "
+                    "WHERE l.seq > ? AND l.seq <= ? ORDER BY l.seq LIMIT ?",
+                    (last, generation, _VECTOR_BATCH),
+                ).fetchall()
+                if not rows:
+                    return
+                last = rows[-1][0]
+                yield [
+                    VectorChange(doc_id, _decode_embedding(blob), model if blob is not None else None, bool(gone))
+                    for _seq, doc_id, gone, blob, model in rows
+                ]
+
+        return VectorChanges(store_id, generation, count, batches())
 
     # ------------------------------------------------------------------ failures
 

@@ -14,6 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from docsum import store as store_mod
@@ -50,12 +51,22 @@ def contents(store: Path) -> dict[str, Any]:
         conn.close()
 
 
+def downgrade_to_v2(conn: sqlite3.Connection) -> None:
+    """Undo migration 3 by hand (inside the caller's transaction)."""
+    for trigger in ("documents_vector_insert", "documents_vector_update", "documents_vector_delete"):
+        conn.execute(f"DROP TRIGGER {trigger}")
+    conn.execute("DROP TABLE vector_log")
+    conn.execute("DELETE FROM sqlite_sequence WHERE name = 'vector_log'")
+    conn.execute("DELETE FROM meta WHERE key = 'store_id'")
+
+
 def downgrade_to_v1(store: Path) -> None:
-    """Undo migration 2 by hand, as if a v1 docsum had written the store."""
+    """Undo migrations 3 and 2 by hand, as if a v1 docsum had written the store."""
     conn = sqlite3.connect(store, isolation_level=None)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
         conn.execute("BEGIN")
+        downgrade_to_v2(conn)
         conn.execute("DROP INDEX documents_path_root")
         conn.execute("CREATE INDEX documents_path ON documents(path)")
         conn.execute("PRAGMA user_version = 1")
@@ -65,9 +76,7 @@ def downgrade_to_v1(store: Path) -> None:
         conn.close()
 
 
-def test_migration_2_is_the_latest_and_serves_the_listing_order(tmp_path: Path) -> None:
-    # If a later migration is added, extend the tests below to start from v2 too.
-    assert len(MIGRATIONS) == 2
+def test_migration_2_serves_the_listing_order(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s.sqlite") as s:
         indexes = {r[0] for r in s.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert "documents_path_root" in indexes and "documents_path" not in indexes
@@ -75,6 +84,40 @@ def test_migration_2_is_the_latest_and_serves_the_listing_order(tmp_path: Path) 
         assert "documents_path_root" in plan and "TEMP B-TREE" not in plan, plan
         plan = " | ".join(r[3] for r in s.conn.execute("EXPLAIN QUERY PLAN SELECT doc_id FROM documents WHERE path = ?", ("x",)))
         assert "USING" in plan and "INDEX" in plan, plan  # still an index search, not a scan
+
+
+def test_migration_3_is_the_latest_and_logs_every_vector_change(tmp_path: Path) -> None:
+    # If a later migration is added, extend the tests below to start from v3 too.
+    assert len(MIGRATIONS) == 3
+    folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
+    shutil.copytree(SAMPLE_DOCS, folder)
+    assert run_cli("build", folder, "--store", store, "--llm", "extractive").code == 0
+    conn = sqlite3.connect(store, isolation_level=None)
+    try:
+        # A v2 store with documents: the migration logs each one once.
+        conn.execute("BEGIN")
+        downgrade_to_v2(conn)
+        conn.execute("PRAGMA user_version = 2")
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    with Store.open(store) as s:
+        ids = [d.doc_id for d in s.list_documents()]
+        changes = s.vector_changes(0)
+        assert changes.count == len(ids) and changes.generation >= len(ids) and len(changes.store_id) == 32
+        assert sorted(c.doc_id for batch in changes.batches for c in batch) == sorted(ids)
+        first = changes.generation
+        s.touch_document(ids[0], 1, 2)  # a new stat is not a vector change
+        assert s.vector_changes(first).count == 0
+        s.update_embedding(ids[1], np.ones(4, dtype=np.float32), "m")
+        s.remove_document(ids[2])
+        later = s.vector_changes(first)
+        found = {c.doc_id: c for batch in later.batches for c in batch}
+        assert later.count == 2 and later.generation == first + 2
+        assert found[ids[1]].vector is not None and found[ids[1]].model == "m" and not found[ids[1]].removed
+        assert found[ids[2]].removed and found[ids[2]].vector is None
+        # A generation from the future (a store restored from an older copy) reports everything.
+        assert s.vector_changes(later.generation + 100).count == len(ids)  # 7 documents and 1 removal
 
 
 def test_v1_store_from_a_real_build_migrates_on_first_ask_with_data_intact(tmp_path: Path) -> None:
@@ -102,7 +145,10 @@ def test_v1_store_from_a_real_build_migrates_on_first_ask_with_data_intact(tmp_p
         assert schema(conn) == schema_of_a_new_store(tmp_path)
     finally:
         conn.close()
-    assert contents(store) == before  # nothing but the index changed
+    after = contents(store)
+    # Nothing but the index and the vector log changed, and the store got an identity.
+    assert [m for m in after.pop("meta") if m[0] != "store_id"] == before.pop("meta")
+    assert after == before
 
     listed = run_cli("summaries", "--store", store, "--json")
     assert listed.code == 0, listed
@@ -191,7 +237,7 @@ def test_v1_store_that_cannot_be_upgraded_now_is_a_clear_error(tmp_path: Path, m
     holder = sqlite3.connect(store, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        with pytest.raises(StoreVersionError, match=r"schema v1 is older than v2 and cannot be upgraded here \(database is locked\)"):
+        with pytest.raises(StoreVersionError, match=r"schema v1 is older than v3 and cannot be upgraded here \(database is locked\)"):
             Store.open(store, create=False, readonly=True)
         result = run_cli("summaries", "--store", store)
         assert result.code == 1, result

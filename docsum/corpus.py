@@ -1,0 +1,79 @@
+"""The store as the retrievers see it: vectors from the vector file beside the
+store, summaries read only for the documents a retriever keeps.
+
+This is what keeps a question's cost flat as the store grows: one block-wise
+scan of the vectors (docsum.vectors), then a handful of rows by id. Only LLM
+choice over the whole store (`--retriever llm`) reads every summary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from docsum.errors import ConfigError
+from docsum.retrieve import SummaryEntry, query_vector, score_by_embedding
+from docsum.store import DocumentRecord, Store
+from docsum.vectors import VectorView, cache_path_for, load_vectors
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from docsum.llm import LLM
+
+
+def _entry(doc: DocumentRecord) -> SummaryEntry:
+    return SummaryEntry(doc.doc_id, doc.path, doc.summary, doc.embedding, doc.embedding_model, doc.title)
+
+
+class StoreCorpus:
+    """A SummaryCorpus over an open store. `vectors_path` None: no vector
+    file is read or written (every vector is fetched into memory)."""
+
+    def __init__(self, store: Store, vectors_path: Path | None) -> None:
+        self.store = store
+        self.vectors_path = vectors_path
+        self._view: VectorView | None = None
+        self._size: int | None = None
+
+    @classmethod
+    def beside(cls, store: Store) -> StoreCorpus:
+        """The corpus of a store file, with its vector file beside it."""
+        return cls(store, cache_path_for(store.path))
+
+    def size(self) -> int:
+        if self._size is None:
+            self._size = self.store.document_count()
+        return self._size
+
+    def vectors(self) -> VectorView:
+        if self._view is None:
+            self._view = load_vectors(self.store, self.vectors_path)
+        return self._view
+
+    async def embedding_scores(self, llm: LLM, query: str) -> tuple[list[str], np.ndarray, list[str]]:
+        view = self.vectors()
+        model, dim, uniform = view.shape()
+        if not uniform:
+            # Some summaries lack a vector, or two models were mixed: the old
+            # whole-store path, which says so in its notes.
+            entries = [_entry(d) for d in self.store.list_documents(with_embeddings=True)]
+            scores, notes = await score_by_embedding(llm, query, entries)
+            return [e.doc_id for e in entries], scores, notes
+        if view.doc_count() == 0:
+            import numpy as np
+
+            return [], np.zeros(0, dtype=np.float32), []
+        q = await query_vector(llm, query, model)
+        if q.shape[-1] != dim:
+            raise ConfigError(
+                f"the embedding model returned {q.shape[-1]} dimensions but the store holds {dim}; rebuild the store"
+            )
+        ids, scores = view.scores(q)
+        return ids, scores, []
+
+    def entries(self, doc_ids: list[str]) -> list[SummaryEntry]:
+        return [_entry(d) for d in self.store.get_documents(doc_ids)]
+
+    def all_entries(self) -> list[SummaryEntry]:
+        return [_entry(d) for d in self.store.list_documents()]

@@ -1,0 +1,407 @@
+"""Summary vectors kept in one file beside the store, so a question scans a
+matrix instead of loading every document.
+
+Why a file of our own and not a vector index (sqlite-vec, usearch): a question
+needs the exact cosine of every summary (the lexical engine even re-weights
+every row by IDF), 100,000 rows are scanned in a fraction of a second, and the
+file needs no extra dependency, works the same beside SQLite and beside a
+remote store, and is trivially crash-safe (see below).
+
+How it stays consistent with the store. Any store implements one method,
+`vector_changes(since)`: the store's identity, its current *generation* (a
+counter that grows with every change to a document's vector, insertion or
+removal), and the documents whose vector changed after generation `since`.
+The file records the store identity and generation it reflects. Before each
+scan the reader asks the store what changed since that generation:
+
+* nothing: the file is used as it is;
+* a few documents (a build running, a crashed build): their current vectors
+  are fetched and laid over the file in memory for this question only;
+* many, a different store, or no file: a new file is written from the old one
+  plus the changes (the old file, not the store, supplies the unchanged rows, so
+  a remote store sends only what changed) to a temporary name and renamed over
+  the old one. A reader never sees a half-written file, a crash leaves at
+  worst a stale one that the next reader catches up, and when the folder is
+  not writable the changes simply stay in memory.
+
+Rows are read in blocks with plain reads, not mapped: mapped pages would count
+against the process's resident memory, read blocks do not stay.
+
+Layout (little-endian): a 4 KiB header (magic, length, JSON), then the float32
+matrix (count x dim), then the doc ids (count x id_width bytes, NUL padded),
+then, for lexical vectors only, the per-bucket document frequencies (int64 x
+dim) that turn cosine into TF-IDF cosine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import struct
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, Protocol
+
+if TYPE_CHECKING:  # numpy is imported when vectors are touched, not before
+    import numpy as np
+
+log = logging.getLogger("docsum")
+
+MAGIC = b"DSVEC001"
+HEADER_BYTES = 4096
+# Rows scanned per block: 2,048 x 1,536 float32 is 12 MB of buffer.
+BLOCK_ROWS = 2048
+# Up to this many changed documents are laid over the file in memory; more
+# and the file is rewritten (if the folder is writable).
+OVERLAY_LIMIT = 1000
+
+
+@dataclass
+class VectorChange:
+    """One document's vector as the store holds it now. `vector` None: the
+    document is gone (`removed`) or has no embedding."""
+
+    doc_id: str
+    vector: np.ndarray | None
+    model: str | None
+    removed: bool = False
+
+
+@dataclass
+class VectorChanges:
+    """What a store reports: who it is, its generation, and the documents
+    whose vector changed after the generation asked about."""
+
+    store_id: str
+    generation: int
+    count: int  # documents in `batches` (known before they are fetched)
+    batches: Iterable[list[VectorChange]]
+
+
+class VectorSource(Protocol):
+    """The one method every store implements for the vector file."""
+
+    def vector_changes(self, since: int) -> VectorChanges:
+        """Changes after generation `since` (0: every document). A `since`
+        beyond the current generation also reports every document."""
+        ...
+
+
+@dataclass
+class _Header:
+    store_id: str
+    generation: int
+    count: int
+    dim: int
+    model: str | None
+    id_width: int
+    # False when the store's vectors cannot be scanned as one matrix (a
+    # document without an embedding, two models, two sizes): no matrix then.
+    uniform: bool
+    lexical: bool
+
+    def to_bytes(self) -> bytes:
+        body = json.dumps(self.__dict__, sort_keys=True).encode("utf-8")
+        if len(body) + 12 > HEADER_BYTES:
+            raise ValueError("vector file header too long")
+        return (MAGIC + struct.pack("<I", len(body)) + body).ljust(HEADER_BYTES, b" ")
+
+    @classmethod
+    def read(cls, fh: BinaryIO) -> _Header:
+        head = fh.read(HEADER_BYTES)
+        if len(head) < 12 or head[:8] != MAGIC:
+            raise ValueError("not a docsum vector file")
+        (length,) = struct.unpack("<I", head[8:12])
+        data = json.loads(head[12 : 12 + length].decode("utf-8"))
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+    @property
+    def matrix_bytes(self) -> int:
+        return self.count * self.dim * 4 if self.uniform else 0
+
+
+def _lexical_model(model: str | None) -> bool:
+    from docsum.lexical import LEXICAL_EMBED_MODEL
+
+    return model == LEXICAL_EMBED_MODEL
+
+
+@dataclass
+class _Base:
+    """A vector file as read from disk: its header and doc ids (the matrix
+    stays on disk and is read block by block)."""
+
+    path: Path
+    header: _Header
+    ids: list[str]
+    df: np.ndarray | None  # lexical vectors: documents with a non-zero value, per bucket
+
+    @classmethod
+    def read(cls, path: Path) -> _Base | None:
+        """None when there is no usable file (missing, truncated, foreign):
+        the caller writes a new one."""
+        import numpy as np
+
+        try:
+            with open(path, "rb") as fh:
+                header = _Header.read(fh)
+                fh.seek(HEADER_BYTES + header.matrix_bytes)
+                width = header.id_width
+                raw = fh.read(header.count * width)
+                if len(raw) != header.count * width:
+                    raise ValueError("truncated id table")
+                ids = [raw[i * width : (i + 1) * width].rstrip(b"\0").decode("utf-8") for i in range(header.count)]
+                df = None
+                if header.lexical and header.uniform:
+                    blob = fh.read(header.dim * 8)
+                    if len(blob) != header.dim * 8:
+                        raise ValueError("truncated frequency table")
+                    df = np.frombuffer(blob, dtype="<i8").copy()
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            log.debug("%s: unusable vector file, writing a new one (%s)", path, exc)
+            return None
+        return cls(path, header, ids, df)
+
+    def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, rows) for the whole matrix, one reused buffer."""
+        import numpy as np
+
+        count, dim = self.header.count, self.header.dim
+        if not self.header.uniform or not count or not dim:
+            return
+        buffer = np.empty((min(BLOCK_ROWS, count), dim), dtype="<f4")
+        with open(self.path, "rb") as fh:
+            fh.seek(HEADER_BYTES)
+            for start in range(0, count, BLOCK_ROWS):
+                view = buffer[: min(BLOCK_ROWS, count - start)]
+                if fh.readinto(memoryview(view).cast("B")) != view.nbytes:
+                    raise ValueError(f"{self.path}: vector file is truncated")
+                yield start, view
+
+    def rows(self, indexes: list[int]) -> Iterator[np.ndarray]:
+        import numpy as np
+
+        dim = self.header.dim
+        with open(self.path, "rb") as fh:
+            for i in indexes:
+                fh.seek(HEADER_BYTES + i * dim * 4)
+                yield np.frombuffer(fh.read(dim * 4), dtype="<f4")
+
+
+@dataclass
+class VectorView:
+    """The vectors as of one generation: the file's rows, less the documents
+    changed since it was written, plus their current vectors (the overlay)."""
+
+    store_id: str
+    generation: int
+    base: _Base | None
+    overlay: dict[str, VectorChange] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ids = self.base.ids if self.base is not None else []
+        self._hidden = [i for i, doc_id in enumerate(ids) if doc_id in self.overlay]
+        self._live = [c for c in self.overlay.values() if not c.removed]
+
+    def doc_count(self) -> int:
+        ids = self.base.ids if self.base is not None else []
+        return len(ids) - len(self._hidden) + len(self._live)
+
+    def shape(self) -> tuple[str | None, int | None, bool]:
+        """(model, dim, uniform). Uniform: every document has a vector of one
+        model and one size, which is what a matrix scan needs. The model is
+        the one model all vectors share, else None."""
+        kinds: set[tuple[str | None, int]] = set()
+        missing = False
+        if self.base is not None and len(self.base.ids) > len(self._hidden):
+            header = self.base.header
+            if not header.uniform:
+                return header.model, None, False
+            kinds.add((header.model, header.dim))
+        for change in self._live:
+            if change.vector is None:
+                missing = True
+            else:
+                kinds.add((change.model, int(change.vector.shape[-1])))
+        models = {m for m, _ in kinds}
+        model = next(iter(models)) if len(models) == 1 else None
+        if missing or len(kinds) > 1:
+            return model, None, False
+        return (model, kinds.pop()[1], True) if kinds else (None, None, True)
+
+    def scores(self, query: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """Cosine similarity of `query` to every document (TF-IDF cosine for
+        lexical vectors) as (doc_ids, scores). Needs a uniform shape()."""
+        import numpy as np
+
+        model, dim, uniform = self.shape()
+        if not uniform:
+            raise ValueError("the stored vectors are not one uniform matrix")
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        weights = self._idf(dim or q.shape[0]) if _lexical_model(model) else None
+
+        def score(matrix: np.ndarray) -> np.ndarray:
+            if weights is None:
+                return matrix @ q
+            weighted = matrix * weights
+            norms = np.linalg.norm(weighted, axis=1)
+            norms[norms == 0] = 1.0
+            wq = q * weights
+            return (weighted @ wq) / (norms * (float(np.linalg.norm(wq)) or 1.0))
+
+        ids: list[str] = []
+        parts: list[np.ndarray] = []
+        if self.base is not None and len(self.base.ids) > len(self._hidden):
+            base_scores = np.empty(len(self.base.ids), dtype=np.float32)
+            for start, block in self.base.blocks():
+                base_scores[start : start + len(block)] = score(block)
+            if self._hidden:
+                keep = np.ones(len(self.base.ids), dtype=bool)
+                keep[self._hidden] = False
+                parts.append(base_scores[keep])
+                ids.extend(doc_id for doc_id, k in zip(self.base.ids, keep) if k)
+            else:
+                parts.append(base_scores)
+                ids.extend(self.base.ids)
+        if self._live:
+            parts.append(score(np.vstack([c.vector for c in self._live]).astype(np.float32)))  # type: ignore[misc]
+            ids.extend(c.doc_id for c in self._live)
+        return ids, (np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, dtype=np.float32))
+
+    def _idf(self, dim: int) -> np.ndarray:
+        """IDF weights over every document's vector (as lexical.idf_weights
+        computes them over the full matrix), from the file's frequencies
+        adjusted for the overlay."""
+        import numpy as np
+
+        df = np.zeros(dim, dtype=np.int64)
+        if self.base is not None and self.base.df is not None:
+            df += self.base.df
+            for row in self.base.rows(self._hidden):
+                df -= row > 0
+        for change in self._live:
+            df += np.asarray(change.vector).reshape(-1) > 0
+        n = max(1, self.doc_count())
+        return (np.log((n + 1.0) / (df.astype(np.float32) + 1.0)) + 1.0).astype(np.float32)
+
+
+def cache_path_for(store_path: Path) -> Path:
+    """Where a store file's vector file lives: beside it."""
+    return store_path.with_name(store_path.name + ".vectors")
+
+
+def _current(source: VectorSource, base: _Base | None) -> tuple[_Base | None, VectorChanges]:
+    """The changes since `base` was written, or since the beginning when
+    `base` belongs to another store or to a later state of this one."""
+    changes = source.vector_changes(base.header.generation if base is not None else 0)
+    if base is not None and (
+        base.header.store_id != changes.store_id
+        or base.header.generation > changes.generation
+        or not base.header.uniform  # it holds no vectors to build on
+    ):
+        return None, source.vector_changes(0)
+    return base, changes
+
+
+def load_vectors(source: VectorSource, path: Path | None) -> VectorView:
+    """The store's vectors as of now (see the module docstring). `path` None:
+    nothing is read or written, every vector is held in memory."""
+    base = _Base.read(path) if path is not None else None
+    base, changes = _current(source, base)
+    if base is not None and changes.count <= OVERLAY_LIMIT:
+        return VectorView(changes.store_id, changes.generation, base, _collect(changes))
+    if path is not None:
+        try:
+            fresh = write_vectors(path, base, changes)
+        except OSError as exc:
+            log.debug("%s: cannot write the vector file (%s); keeping the vectors in memory", path, exc)
+        else:
+            return VectorView(changes.store_id, changes.generation, fresh)
+        # The changes were consumed by the failed write: ask again.
+        base, changes = _current(source, base)
+    # Without a file `changes` runs from the beginning: every vector, in memory.
+    return VectorView(changes.store_id, changes.generation, base, _collect(changes))
+
+
+def refresh_vectors(source: VectorSource, path: Path) -> None:
+    """Bring the file up to the store's generation; a build calls this when it
+    ends. A folder that cannot be written is not an error: readers catch up."""
+    base, changes = _current(source, _Base.read(path))
+    if base is not None and changes.count == 0:
+        return
+    try:
+        write_vectors(path, base, changes)
+    except OSError as exc:
+        log.debug("%s: cannot write the vector file (%s)", path, exc)
+
+
+def _collect(changes: VectorChanges) -> dict[str, VectorChange]:
+    return {c.doc_id: c for batch in changes.batches for c in batch}
+
+
+def write_vectors(path: Path, base: _Base | None, changes: VectorChanges) -> _Base:
+    """Write the file for `changes.generation`: the rows of `base` whose
+    documents did not change, then the changed documents' current vectors.
+    Streamed block by block, so memory stays flat at any size; written to a
+    temporary file and renamed, so the old file stays whole until the new one
+    is complete. Returns the new file as read back."""
+    import numpy as np
+
+    changed = _collect(changes)
+    if base is not None and not base.header.uniform:
+        raise ValueError("a vector file without a matrix cannot be built on")
+    kept = [i for i, doc_id in enumerate(base.ids) if doc_id not in changed] if base is not None else []
+    live = [c for c in changed.values() if not c.removed]
+    kinds = {(c.model, int(c.vector.shape[-1])) for c in live if c.vector is not None}
+    if kept and base is not None:
+        kinds.add((base.header.model, base.header.dim))
+    uniform = all(c.vector is not None for c in live) and len(kinds) <= 1
+    models = {m for m, _ in kinds}
+    model = next(iter(models)) if len(models) == 1 else None
+    dim = next(iter(kinds))[1] if uniform and kinds else 0
+    ids = [base.ids[i] for i in kept] if base is not None else []
+    ids += [c.doc_id for c in live]
+    width = max([len(d.encode("utf-8")) for d in ids] + [1])
+    lexical = uniform and _lexical_model(model)
+    header = _Header(changes.store_id, changes.generation, len(ids), dim, model, width, uniform, lexical)
+    df = np.zeros(dim, dtype=np.int64) if lexical else None
+
+    def matrix_blocks() -> Iterator[np.ndarray]:
+        if base is not None and kept:
+            wanted = np.asarray(kept, dtype=np.int64)
+            for start, block in base.blocks():
+                lo, hi = np.searchsorted(wanted, [start, start + len(block)])
+                if hi > lo:
+                    yield block[wanted[lo:hi] - start]
+        for start in range(0, len(live), BLOCK_ROWS):
+            yield np.vstack([c.vector for c in live[start : start + BLOCK_ROWS]])  # type: ignore[misc]
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)  # 0600, like the store
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(b"\0" * HEADER_BYTES)  # the real header goes in last
+            if uniform and dim:
+                for block in matrix_blocks():
+                    out.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
+                    if df is not None:
+                        df += np.count_nonzero(block > 0, axis=0)
+            out.write(b"".join(d.encode("utf-8").ljust(width, b"\0") for d in ids))
+            if df is not None:
+                out.write(df.astype("<i8").tobytes())
+            out.seek(0)
+            out.write(header.to_bytes())
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return _Base(path, header, ids, df)
