@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
-
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,3 +61,17 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A folder uid 65534 can reach (pytest's tmp_path is private to root)."""
+    folder = Path(tempfile.mkdtemp(prefix="docsum-ro-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        for path in (folder, *folder.rglob("*")):
+            if path.is_dir():
+                path.chmod(0o755)
+        shutil.rmtree(folder)

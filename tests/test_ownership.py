@@ -84,20 +84,6 @@ def test_a_reader_never_creates_a_store_in_an_empty_file(tmp_path: Path) -> None
     assert empty.read_bytes() == b"" and _leftovers(empty) == []
 
 
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A folder uid 65534 can reach (pytest's tmp_path is private to root)."""
-    folder = Path(tempfile.mkdtemp(prefix="docsum-ro-"))
-    folder.chmod(0o755)
-    try:
-        yield folder
-    finally:
-        for path in (folder, *folder.rglob("*")):
-            if path.is_dir():
-                path.chmod(0o755)
-        shutil.rmtree(folder)
-
-
 def _as_nobody(*args: str | os.PathLike[str], home: Path) -> subprocess.CompletedProcess[str]:
     env = subprocess_env(DOCSUM_HOME=str(home))
     return subprocess.run(
@@ -110,7 +96,8 @@ def test_a_store_in_a_read_only_folder_can_be_read(shared_dir: Path) -> None:
     store = store_dir / "docs.sqlite"
     built = run_cli("build", SAMPLE_DOCS, "--store", store)
     assert built.code == 0, built
-    assert _leftovers(store) == ["docs.sqlite.lock"]  # the WAL was checkpointed away at close
+    # The WAL was checkpointed away at close; the vector file stays beside the store.
+    assert _leftovers(store) == ["docs.sqlite.lock", "docs.sqlite.vectors"]
     # Readable by others, writable by nobody but root: as a shared, published store.
     store.chmod(0o644)
     store_dir.chmod(0o555)
@@ -124,4 +111,4 @@ def test_a_store_in_a_read_only_folder_can_be_read(shared_dir: Path) -> None:
     asked = _as_nobody("ask", "How much did Brindle & Daughter pay for the oven?", "--store", store, "--json", home=home)
     assert asked.returncode == 0, asked.stderr
     assert "error" not in asked.stderr
-    assert _leftovers(store) == ["docs.sqlite.lock"]
+    assert _leftovers(store) == ["docs.sqlite.lock", "docs.sqlite.vectors"]

@@ -10,8 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -180,21 +178,10 @@ def test_a_question_reads_summaries_only_of_the_documents_it_keeps(tmp_path: Pat
         assert len(found.candidates) <= 30
 
 
-@pytest.fixture
-def shared_tmp() -> Iterator[Path]:
-    """A folder another user can reach (pytest's own is private to root)."""
-    path = Path(tempfile.mkdtemp(prefix="docsum-test-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def test_ask_in_a_read_only_folder_keeps_the_vectors_in_memory(shared_tmp: Path) -> None:
+def test_ask_in_a_read_only_folder_keeps_the_vectors_in_memory(shared_dir: Path) -> None:
     """Run as an unprivileged user (root writes anywhere): a reader that
     cannot write the file beside the store still answers from the store."""
-    tmp_path = shared_tmp
+    tmp_path = shared_dir
     folder = tmp_path / "ro"
     folder.mkdir()
     store = folder / "s.sqlite"
