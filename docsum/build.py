@@ -27,7 +27,9 @@ from docsum.embedbatch import SummaryEmbedder
 from docsum.errors import ConfigError, ContextLengthError, LLMError, LoadError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.llm import LLM, estimated_cost, track_calls
-from docsum.load import SUPPORTED_SUFFIXES, FoundFile, LoadedDocument, discover, load_file
+from docsum.discover import FoundFile, discover
+from docsum.formats import SUPPORTED_SUFFIXES
+from docsum.load import LoadedDocument, load_file
 from docsum.prompts import DEFAULT_SUMMARY_QUERY, SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
 from docsum.retrieve import summary_index_text
 from docsum.schema import CallRecord, Usage

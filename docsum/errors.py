@@ -7,6 +7,7 @@ change meaning (see the README's "Exit codes" table).
 from __future__ import annotations
 
 import enum
+import errno
 
 
 class ExitCode(enum.IntEnum):
@@ -75,3 +76,29 @@ class Interrupted(DocsumError):
         self.signum = signum
         self.exit_code = ExitCode.SIGTERM if signum == 15 else ExitCode.SIGINT
         super().__init__("interrupted")
+
+
+# --------------------------------------------------------------------------- one-line reasons
+
+REASON_MAX = 160
+
+
+def one_line(message: str, limit: int = REASON_MAX) -> str:
+    """``message`` flattened to one line of at most ``limit`` characters."""
+    flat = " ".join(message.split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1].rstrip() + "…"
+    return flat
+
+
+def os_reason(exc: OSError) -> str:
+    """A short lower-case reason for an OS error on one file or folder."""
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, FileNotFoundError):
+        return "file vanished before it could be read"
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory, not a file"
+    if exc.errno == errno.ELOOP:
+        return "symlink loop"
+    return one_line(exc.strerror or str(exc) or type(exc).__name__, 80).lower()

@@ -44,6 +44,16 @@ class CliResult:
         return f"CliResult(code={self.code}, stdout={self.stdout[-2000:]!r}, stderr={self.stderr[-2000:]!r})"
 
 
+def write_file(path: Path, data: bytes | str) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path``, creating its folders."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        path.write_text(data, encoding="utf-8")
+    else:
+        path.write_bytes(data)
+    return path
+
+
 def run_cli(*args: str | os.PathLike[str], input: str | None = None) -> CliResult:
     """`docsum ARGS` in this process. The environment is this process's (the
     autouse `docsum_home` fixture already isolated it; use monkeypatch for more)."""
