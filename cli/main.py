@@ -60,7 +60,7 @@ MODES = [m.value for m in ResponseMode]
 @app.command()
 @with_common
 def build(
-    paths: Annotated[list[Path], typer.Argument(help="Folders or files to index.", show_default=False)],
+    paths: Annotated[list[Path], typer.Argument(help="Folders or files to index.", show_default=False, readable=False)],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (files, nodes, LLM calls, tokens) and change nothing.")] = False,
     no_prune: Annotated[bool, typer.Option("--no-prune", help="Keep documents whose files have vanished.")] = False,
     wait: Annotated[float, typer.Option("--wait", min=0, help="Wait up to SECONDS for another build to finish.")] = 0.0,
@@ -70,6 +70,8 @@ def build(
     chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", min=16, help="Node size in tokens [default: 1024].")] = None,
     chunk_overlap: Annotated[Optional[int], typer.Option("--chunk-overlap", min=0, help="Node overlap in tokens [default: 200].")] = None,
     follow_symlinks: Annotated[bool, typer.Option("--follow-symlinks", help="Follow symlinks that lead outside the folder.")] = False,
+    exclude: Annotated[Optional[list[str]], typer.Option("--exclude", metavar="GLOB", help="Do not read files matching GLOB (gitignore syntax, relative to the folder; repeatable). A .docsumignore file in the folder adds more.")] = None,
+    prune_empty: Annotated[bool, typer.Option("--prune-empty", help="Remove the documents of a folder that is now empty (refused by default: it may be an unmounted share).")] = False,
     *,
     common: Common,
 ) -> int:
@@ -87,6 +89,8 @@ def build(
         chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap,
         follow_symlinks=follow_symlinks,
+        exclude=list(exclude or []),
+        prune_empty=prune_empty,
     )
     if summary_query:
         options.summary_query = summary_query

@@ -9,6 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cli.env import Environment
 from docsum.ask import AskResult
 from docsum.build import BuildReport, FileOutcome
+from docsum.discover import skipped_summary
 
 
 class BuildProgress:
@@ -79,6 +80,11 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
     if as_json:
         env.out_json(data)
         return
+    if report.skipped_entries:
+        env.info(f"docsum: skipped {skipped_summary(report.skipped_entries)}{'' if env.verbose else ' (-v lists them)'}")
+        if env.verbose:
+            for entry in report.skipped_entries:
+                env.info(f"docsum: skipped {entry.path} ({entry.reason})")
     usage = data["usage"]
     cost = data["estimated_cost_usd"]
     cost_text = "unknown" if cost is None else f"${cost:.4f}"

@@ -27,7 +27,7 @@ from docsum.embedbatch import SummaryEmbedder
 from docsum.errors import ConfigError, ContextLengthError, LLMError, LoadError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.llm import LLM, estimated_cost, track_calls
-from docsum.discover import FoundFile, discover
+from docsum.discover import FoundFile, SkippedFile, discover, exclusion_spec, printable_name
 from docsum.formats import SUPPORTED_SUFFIXES
 from docsum.load import LoadedDocument, load_file
 from docsum.prompts import DEFAULT_SUMMARY_QUERY, SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
@@ -57,6 +57,10 @@ class BuildOptions:
     chunk_size: int = 1024
     chunk_overlap: int = 200
     follow_symlinks: bool = False
+    # Gitignore-style patterns (relative to each root) of files not to read.
+    exclude: list[str] = field(default_factory=list)
+    # Remove the documents of a folder that is now empty (see reconcile).
+    prune_empty: bool = False
 
 
 @dataclass
@@ -82,7 +86,9 @@ class BuildReport:
     dry_run: bool = False
     plan: list[dict[str, Any]] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
-    skipped_files: list[dict[str, str]] = field(default_factory=list)
+    skipped_files: list[dict[str, str]] = field(default_factory=list)  # symlinks not followed
+    # Hidden, unsupported and excluded files, deliberately not read.
+    skipped_entries: list[SkippedFile] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
     model: str = ""
     num_output: int = 0
@@ -101,7 +107,7 @@ class BuildReport:
             "estimated_cost_usd": estimated_cost(self.model, usage.prompt_tokens, usage.completion_tokens),
             "elapsed_s": round(self.elapsed_s, 3),
             "skipped": self.skipped,
-            "skipped_files": self.skipped_files,
+            "skipped_files": self.skipped_files + [{"path": s.path, "reason": s.reason} for s in self.skipped_entries],
             "warnings": self.warnings,
         }
         if self.dry_run:
@@ -198,9 +204,11 @@ class _Reconciled:
     to_remove: list[DocumentRecord]
     known: list[FileOutcome]  # unchanged, skipped and discovery failures
     skipped: dict[str, int]
+    skipped_entries: list[SkippedFile]
     touched: list[tuple[str, int, int]]  # (doc_id, size, mtime_ns): same content, new stat
     roots: set[str]  # folders whose vanished documents and failures are pruned
     seen: set[tuple[str, str]]  # (root, relpath) of every file found
+    protected: set[str]  # folders and files nothing below which may be pruned
 
 
 class Builder:
@@ -226,7 +234,9 @@ class Builder:
 
         Walking and hashing run off the event loop, so SIGINT/SIGTERM stay
         responsive while thousands of touched files are re-hashed."""
-        discovery = await asyncio.to_thread(discover, self.options.paths, follow_symlinks=self.options.follow_symlinks)
+        discovery = await asyncio.to_thread(
+            discover, self.options.paths, follow_symlinks=self.options.follow_symlinks, exclude=self.options.exclude
+        )
         stored = {d.doc_id: d for d in self.store.list_documents()}
         todo: list[_Work] = []
         known: list[FileOutcome] = []
@@ -261,15 +271,42 @@ class Builder:
         # into the same store must not wipe the first one, and a file named
         # directly (`docsum build folder/a.txt`) must not remove its siblings.
         roots = {str(p.resolve()) for p in self.options.paths if p.is_dir()}
+        # What the walk could not see is not gone: an unreadable folder, a
+        # link to a share that is not mounted (see docsum.discover).
+        protected = set(discovery.protected)
         to_remove = []
         if self.options.prune:
-            to_remove = [d for d in stored.values() if d.doc_id not in seen_ids and _inside(d.root, d.path, roots)]
+            vanished = [d for d in stored.values() if d.doc_id not in seen_ids and _inside(d.root, d.path, roots)]
+            protected |= self._guard_empty(discovery.empty_folders, vanished, known)
+            to_remove = [d for d in vanished if not _inside(d.root, d.path, protected)]
         skipped = {
             "hidden": discovery.skipped_hidden,
             "unsupported": discovery.skipped_unsupported,
+            "excluded": discovery.skipped_excluded,
             "symlinks": len(discovery.skipped),
         }
-        return _Reconciled(todo, to_remove, known, skipped, touched, roots, seen)
+        return _Reconciled(todo, to_remove, known, skipped, discovery.skipped_files, touched, roots, seen, protected)
+
+    def _guard_empty(self, empty_folders: list[str], vanished: list[DocumentRecord], known: list[FileOutcome]) -> set[str]:
+        """Folders that are empty now although the store holds documents from
+        them: an unmounted share or a failed sync looks exactly like this, and
+        pruning would throw away every summary paid for.  Nothing below them is
+        removed and each is reported as failed (exit 3) unless the options say
+        emptying them is wanted (``prune_empty``)."""
+        if self.options.prune_empty or not vanished:
+            return set()
+        guarded: set[str] = set()
+        for folder in sorted(empty_folders, key=len):  # outermost first: one line per empty tree
+            if _inside(folder, "", guarded):
+                continue
+            held = sum(1 for d in vanished if _inside(d.root, d.path, {folder}))
+            if held:
+                guarded.add(folder)
+                known.append(FileOutcome(folder, "failed", (
+                    f"folder is empty but the store holds {held} document(s) from it; nothing removed "
+                    "(an unmounted share?); pass --prune-empty to remove them"
+                )))
+        return guarded
 
     async def _classify(self, doc: DocumentRecord, path: Path, st: os.stat_result) -> str:
         """unchanged | touched (same content, new mtime) | resplit (only the
@@ -296,6 +333,7 @@ class Builder:
         plan = await self.reconcile()
         todo, to_remove, known = plan.todo, plan.to_remove, plan.known
         report.skipped = plan.skipped
+        report.skipped_entries = plan.skipped_entries
         removals = 0 if self.options.dry_run else len(to_remove)  # each one is reported as it happens
         self.reporter.start(len(todo) + len(known) + removals, len(todo))
         for outcome in known:
@@ -335,6 +373,7 @@ class Builder:
                     # A failed file that has since vanished is no longer retried.
                     for failure in self.store.failures():
                         if (_inside(failure["root"], failure["path"], plan.roots)
+                                and not _inside(failure["root"], failure["path"], plan.protected)
                                 and (failure["root"], failure["path"]) not in plan.seen):
                             self.store.clear_failure(failure["root"], failure["path"])
                 # Bound documents in memory at once; requests in flight are bounded
@@ -687,17 +726,24 @@ def _unexpected(exc: BaseException) -> str:
     return f"unexpected error: {type(exc).__name__}: {text}" if text else f"unexpected error: {type(exc).__name__}"
 
 
+def _check_options(options: BuildOptions) -> None:
+    """Everything about the options that can be wrong, before anything is
+    read, locked or pruned."""
+    _check_paths(options.paths)
+    exclusion_spec(options.exclude, "--exclude")  # a bad pattern is exit 2 now, not a failed walk
+
+
 def _check_paths(paths: list[Path]) -> None:
     """A PATH that does not exist is a usage error, reported before anything
     is read, locked or pruned (an unmounted share must not look like an
     empty folder)."""
     if not paths:
         raise ConfigError("give at least one folder or file to build from")
-    missing = [str(p) for p in paths if not os.path.lexists(p)]
+    missing = [printable_name(str(p)) for p in paths if not os.path.lexists(p)]
     if missing:
         raise ConfigError(f"no such file or directory: {', '.join(missing)}")
     # A file named directly is meant to be read: do not skip it in silence.
-    unsupported = [str(p) for p in paths if p.is_file() and p.suffix.lower() not in SUPPORTED_SUFFIXES]
+    unsupported = [printable_name(str(p)) for p in paths if p.is_file() and p.suffix.lower() not in SUPPORTED_SUFFIXES]
     if unsupported:
         kinds = ", ".join(sorted(SUPPORTED_SUFFIXES))
         raise ConfigError(f"unsupported file type: {', '.join(unsupported)} (docsum reads {kinds})")
@@ -707,7 +753,7 @@ async def build(store_path: Path, llm: LLM, options: BuildOptions, reporter: Bui
     """Reconcile the store at `store_path` with `options.paths`. Holds the
     store's build lock for the whole run (a dry run takes no lock and writes
     nothing)."""
-    _check_paths(options.paths)
+    _check_options(options)
     if options.dry_run:
         if not store_path.exists():
             # Plan against an empty scratch store: a dry run creates nothing.

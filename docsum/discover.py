@@ -1,30 +1,58 @@
 """Find the files a build should read.
 
 Nothing here raises for a single bad entry: problems are collected in
-``Discovery.errors`` and symlinks that will not be followed in
-``Discovery.skipped``, so a walk over thousands of files never stops because
-one of them is odd.
+``Discovery.errors``, symlinks that will not be followed in
+``Discovery.skipped``, and hidden, unsupported and excluded files in
+``Discovery.skipped_files``, so a walk over thousands of files never stops
+because one of them is odd.
+
+Discovery also says which parts of the tree it could not see
+(``Discovery.protected``: unreadable folders, broken links, entries it could
+not stat) and which folders were empty (``Discovery.empty_folders``), so the
+build never takes "I could not look" or "the share is not mounted" for "the
+files were deleted".
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docsum.errors import LoadError, os_reason
+import pathspec
+
+from docsum.errors import ConfigError, LoadError, os_reason
 from docsum.formats import kind_for
 
 _OUTSIDE_ROOT = "symlink leads outside the build root; use --follow-symlinks"
+IGNORE_FILE = ".docsumignore"
 
 
 @dataclass(frozen=True)
 class FoundFile:
     path: Path  # absolute (not resolved: a followed symlink keeps its own path)
     root: Path  # build root it was found under (absolute, resolved)
-    relpath: str  # POSIX path relative to root; a file named directly: its name
+    relpath: str  # POSIX path relative to root, printable (see printable_name); a file named directly: its name
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file or folder the walk saw and deliberately did not read."""
+
+    path: str  # printable, relative to its build root; a folder ends with "/"
+    reason: str  # "hidden" | "unsupported" | "excluded"
+
+    @property
+    def kind(self) -> str:
+        """What the skip line counts it as: the lower-case suffix, or a folder."""
+        if self.path.endswith("/"):
+            return "folder"
+        return Path(self.path).suffix.lower() or "no suffix"
 
 
 @dataclass
@@ -38,6 +66,29 @@ class Discovery:
     # tree, not a failure of a document: a build reports them and moves on
     # (exit 0), and a cron job is not flagged every night because of them.
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    skipped_files: list[SkippedFile] = field(default_factory=list)
+    skipped_excluded: int = 0
+    # Absolute printable paths the walk could not see into (a folder it could
+    # not list, a link whose target is gone, an entry it could not stat):
+    # what the store holds below them must not be taken for deleted.
+    protected: list[str] = field(default_factory=list)
+    # Absolute printable paths of folders that listed no entry at all, and of
+    # roots under which no file was found: an unmounted share looks like this.
+    empty_folders: list[str] = field(default_factory=list)
+
+
+def printable_name(name: str) -> str:
+    """``name`` with bytes that are not UTF-8 written as ``\\xNN``.
+
+    POSIX file names are bytes; Python carries undecodable ones as lone
+    surrogates, which SQLite, JSON and a UTF-8 terminal all refuse.  Such a
+    file is keyed, stored and shown under this printable form, and read
+    through its real path."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", errors="backslashreplace")
 
 
 def _is_hidden(name: str) -> bool:
@@ -46,6 +97,35 @@ def _is_hidden(name: str) -> bool:
 
 def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def exclusion_spec(patterns: Iterable[str], source: str) -> pathspec.PathSpec | None:
+    """Gitignore-style patterns as one matcher (None when there are none).
+
+    A pattern that cannot be compiled is a ``ConfigError`` naming ``source``."""
+    lines = list(patterns)
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+        return None
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, re.error) as exc:
+        raise ConfigError(f"{source}: bad exclude pattern: {exc}") from exc
+
+
+def _root_spec(root: Path, given: pathspec.PathSpec | None, given_lines: list[str]) -> pathspec.PathSpec | None:
+    """The exclusions for one root: ``given`` plus the root's .docsumignore."""
+    ignore_path = root / IGNORE_FILE
+    try:
+        with open(ignore_path, encoding="utf-8", errors="surrogateescape") as fh:
+            own = fh.read().splitlines()
+    except FileNotFoundError:
+        return given
+    except OSError as exc:
+        raise LoadError(printable_name(str(ignore_path)), f"cannot read exclusions: {os_reason(exc)}") from exc
+    try:
+        return exclusion_spec(given_lines + own, printable_name(str(ignore_path)))
+    except ConfigError as exc:
+        raise LoadError(printable_name(str(ignore_path)), str(exc).split(": ", 1)[1]) from exc
 
 
 # --------------------------------------------------------------------------- discovery
@@ -64,27 +144,47 @@ class _Walker:
     def __init__(self, follow_symlinks: bool) -> None:
         self.follow_symlinks = follow_symlinks
         self.candidates: list[_Candidate] = []
-        self.skipped_hidden = 0
-        self.skipped_unsupported = 0
         self.errors: list[LoadError] = []
         self.skipped: list[tuple[str, str]] = []
+        self.skipped_files: list[SkippedFile] = []
+        self.protected: list[str] = []
+        self.empty_folders: list[str] = []
         # Resolved directories already walked: stops symlink cycles and keeps
         # an aliased directory from being read twice.
         self.visited: set[str] = set()
+        self.exclude: pathspec.PathSpec | None = None  # of the root being walked
+
+    def skip(self, relpath: str, reason: str) -> None:
+        self.skipped_files.append(SkippedFile(printable_name(relpath), reason))
+
+    def cannot_see(self, path: Path | str, reason: str) -> None:
+        """Record an entry the walk could not look at; nothing below it is pruned."""
+        shown = printable_name(str(path))
+        self.errors.append(LoadError(shown, reason))
+        self.protected.append(shown)
 
     def add_file(self, path: Path, root: Path, relpath: str, resolved: str, via_symlink: bool, st: os.stat_result) -> None:
         if kind_for(path) is None:
-            self.skipped_unsupported += 1
+            self.skip(relpath, "unsupported")
             return
         if not stat.S_ISREG(st.st_mode):
             # A FIFO or device named *.txt would block or never end on read.
-            self.errors.append(LoadError(str(path), "not a regular file"))
+            self.errors.append(LoadError(printable_name(str(path)), "not a regular file"))
             return
-        self.candidates.append(_Candidate(relpath, path, root, resolved, via_symlink))
+        self.candidates.append(_Candidate(printable_name(relpath), path, root, resolved, via_symlink))
+
+    def excluded(self, relpath: str, is_dir: bool) -> bool:
+        if self.exclude is None:
+            return False
+        if self.exclude.match_file(relpath + "/" if is_dir else relpath):
+            self.skip(relpath + "/" if is_dir else relpath, "excluded")
+            return True
+        return False
 
     def walk(self, root: Path) -> None:
         root_str = str(root)
         self.visited.add(root_str)
+        found_before = len(self.candidates)
         # (logical path, relpath prefix, resolved path, reached through a symlink)
         pending: list[tuple[Path, str, str, bool]] = [(root, "", root_str, False)]
         # Symlinked directories wait until every real directory of the tree has
@@ -102,25 +202,32 @@ class _Walker:
                 with os.scandir(directory) as it:
                     entries = sorted(it, key=lambda e: e.name)
             except OSError as exc:
-                self.errors.append(LoadError(str(directory), f"cannot read directory: {os_reason(exc)}"))
+                self.cannot_see(directory, f"cannot read directory: {os_reason(exc)}")
                 continue
+            if not entries:
+                self.empty_folders.append(printable_name(str(directory)))
             subdirs: list[tuple[Path, str, str, bool]] = []
             for entry in entries:
+                relpath = prefix + entry.name
                 if _is_hidden(entry.name):
-                    self.skipped_hidden += 1
+                    if not (prefix == "" and entry.name == IGNORE_FILE):  # settings, not content
+                        self.skip(relpath + "/" if _entry_is_dir(entry, follow=False) else relpath, "hidden")
                     continue
                 path = Path(entry.path)
-                relpath = prefix + entry.name
+                # Before anything else: an excluded entry is never opened,
+                # followed or reported on.
+                if self.excluded(relpath, _entry_is_dir(entry)):
+                    continue
                 try:
                     if entry.is_symlink():
-                        target = self._follow(path, root_str)
+                        target = self._follow(path, relpath, root_str)
                         if target is None:
                             continue
                         st = os.stat(target)
                         if stat.S_ISDIR(st.st_mode):
                             if _is_within(resolved_dir, target):
                                 # The link points at a directory containing itself.
-                                self.skipped.append((str(path), "symlink loop"))
+                                self.skipped.append((printable_name(str(path)), "symlink loop"))
                             else:
                                 deferred.append((path, relpath + "/", target, True))
                         else:
@@ -128,7 +235,7 @@ class _Walker:
                         continue
                     st = entry.stat(follow_symlinks=False)
                 except OSError as exc:
-                    self.errors.append(LoadError(str(path), os_reason(exc)))
+                    self.cannot_see(path, os_reason(exc))
                     continue
                 resolved = os.path.join(resolved_dir, entry.name)
                 if stat.S_ISDIR(st.st_mode):
@@ -139,68 +246,135 @@ class _Walker:
                     self.add_file(path, root, relpath, resolved, through_link, st)
             # Reversed so the stack pops directories in name order.
             pending.extend(reversed(subdirs))
+        shown_root = printable_name(root_str)
+        if len(self.candidates) == found_before and shown_root not in self.empty_folders + self.protected:
+            self.empty_folders.append(shown_root)
 
-    def _follow(self, link: Path, root_str: str) -> str | None:
+    def _follow(self, link: Path, relpath: str, root_str: str) -> str | None:
         """Resolved target of ``link`` if it may be followed; records why not otherwise."""
+        shown = printable_name(str(link))
         try:
             target = os.path.realpath(link, strict=True)
         except FileNotFoundError:
-            self.skipped.append((str(link), "broken symlink: target does not exist"))
+            # The target may be an unmounted share or a drive not plugged in:
+            # what the store holds from it stays.
+            self.skipped.append((shown, "broken symlink: target does not exist"))
+            self.protected.append(shown)
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                self.skipped.append((str(link), "symlink loop"))
+                self.skipped.append((shown, "symlink loop"))
             else:
-                self.errors.append(LoadError(str(link), os_reason(exc)))
+                self.cannot_see(link, os_reason(exc))
             return None
         except RuntimeError:  # older pathlib-style loop reporting
-            self.skipped.append((str(link), "symlink loop"))
+            self.skipped.append((shown, "symlink loop"))
             return None
         if not self.follow_symlinks and not _is_within(target, root_str):
             if os.path.isdir(target) or kind_for(link) is not None:
-                self.skipped.append((str(link), _OUTSIDE_ROOT))
+                self.skipped.append((shown, _OUTSIDE_ROOT))
             else:
-                self.skipped_unsupported += 1  # would be skipped anyway: no notice
+                self.skip(relpath, "unsupported")  # would be skipped anyway: no notice
             return None
         return target
 
 
-def discover(paths: list[Path], follow_symlinks: bool = False) -> Discovery:
+def _entry_is_dir(entry: os.DirEntry[str], follow: bool = True) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
+
+
+def discover(paths: list[Path], follow_symlinks: bool = False, exclude: list[str] | None = None) -> Discovery:
     """Collect supported files under ``paths`` (directories recurse).
 
-    Hidden entries and unsupported suffixes are skipped and counted; a path
-    named directly is never treated as hidden.  Symlinks are followed when
-    their target lies inside the root they were found under, or anywhere when
-    ``follow_symlinks`` is set.  The same file reached twice (overlapping
-    arguments, aliases) is listed once, preferring a path without symlinks.
+    Hidden entries, unsupported suffixes and entries matching ``exclude`` or
+    the root's ``.docsumignore`` (gitignore syntax, relative to each root) are
+    skipped and listed; a path named directly is never treated as hidden or
+    excluded.  Symlinks are followed when their target lies inside the root
+    they were found under, or anywhere when ``follow_symlinks`` is set.  The
+    same file reached twice (overlapping arguments, aliases) is listed once,
+    preferring a path without symlinks.  A bad ``exclude`` pattern raises
+    ``ConfigError``; everything else is collected.
     """
+    given_lines = list(exclude or [])
+    given_spec = exclusion_spec(given_lines, "--exclude")
     walker = _Walker(follow_symlinks)
     for given in paths:
         absolute = Path(os.path.abspath(given))
+        shown = printable_name(str(given))
         if not os.path.lexists(absolute):
-            walker.errors.append(LoadError(str(given), "no such file or directory"))
+            walker.errors.append(LoadError(shown, "no such file or directory"))
             continue
         try:
             resolved = os.path.realpath(absolute, strict=True)
             st = os.stat(absolute)
         except FileNotFoundError:
-            walker.errors.append(LoadError(str(given), "broken symlink: target does not exist"))
+            walker.errors.append(LoadError(shown, "broken symlink: target does not exist"))
             continue
         except (OSError, RuntimeError) as exc:
             reason = os_reason(exc) if isinstance(exc, OSError) else "symlink loop"
-            walker.errors.append(LoadError(str(given), reason))
+            walker.cannot_see(absolute, reason)
+            continue
+        folder = resolved if stat.S_ISDIR(st.st_mode) else os.path.realpath(absolute.parent)
+        if printable_name(folder) != folder:
+            # Documents are keyed by their root; one that cannot be stored as
+            # text cannot key anything.  A parent folder can be built instead.
+            walker.errors.append(LoadError(shown, "folder name is not valid UTF-8; build its parent folder instead"))
             continue
         if stat.S_ISDIR(st.st_mode):
             if resolved in walker.visited:
                 continue
+            try:
+                walker.exclude = _root_spec(Path(resolved), given_spec, given_lines)
+            except LoadError as exc:
+                # Reading the folder without its exclusions could summarize
+                # (and pay for) files the user ruled out: skip it whole.
+                walker.errors.append(exc)
+                walker.protected.append(resolved)
+                continue
             walker.walk(Path(resolved))
         else:
-            root = Path(os.path.realpath(absolute.parent))
-            walker.add_file(absolute, root, absolute.name, resolved, absolute.is_symlink(), st)
+            walker.add_file(absolute, Path(folder), absolute.name, resolved, absolute.is_symlink(), st)
 
     chosen: dict[str, _Candidate] = {}
     for cand in sorted(walker.candidates, key=lambda c: (c.via_symlink, c.relpath, str(c.root))):
         chosen.setdefault(cand.resolved, cand)
-    files = [FoundFile(c.path, c.root, c.relpath) for c in chosen.values()]
+    files: list[FoundFile] = []
+    keys: set[tuple[str, str]] = set()
+    # A real name and a printable stand-in can coincide ("a\xff.txt" typed
+    # with a backslash): real names first, so the stand-in is the one refused.
+    for cand in sorted(chosen.values(), key=lambda c: (str(c.path) != printable_name(str(c.path)), c.relpath)):
+        if (str(cand.root), cand.relpath) in keys:
+            walker.errors.append(LoadError(cand.relpath, "file name is not valid UTF-8 and its printable form is taken by another file"))
+            continue
+        keys.add((str(cand.root), cand.relpath))
+        files.append(FoundFile(cand.path, cand.root, cand.relpath))
     files.sort(key=lambda f: (f.relpath, str(f.root)))
-    return Discovery(files, walker.skipped_hidden, walker.skipped_unsupported, walker.errors, walker.skipped)
+    skipped_files = walker.skipped_files
+    return Discovery(
+        files,
+        skipped_hidden=sum(1 for s in skipped_files if s.reason == "hidden"),
+        skipped_unsupported=sum(1 for s in skipped_files if s.reason == "unsupported"),
+        errors=walker.errors,
+        skipped=walker.skipped,
+        skipped_files=skipped_files,
+        skipped_excluded=sum(1 for s in skipped_files if s.reason == "excluded"),
+        protected=walker.protected,
+        empty_folders=walker.empty_folders,
+    )
+
+
+def skipped_summary(skipped: list[SkippedFile]) -> str:
+    """One line counting ``skipped`` by reason, then by suffix within each,
+    e.g. ``4 not read: 3 unsupported (.docx 2, .html 1), 1 hidden (folder 1)``."""
+    by_reason: dict[str, Counter[str]] = {}
+    for entry in skipped:
+        by_reason.setdefault(entry.reason, Counter())[entry.kind] += 1
+    parts = []
+    for reason in sorted(by_reason, key=lambda r: (-sum(by_reason[r].values()), r)):
+        kinds = by_reason[reason]
+        detail = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+        parts.append(f"{sum(kinds.values())} {reason} ({detail})")
+    return f"{len(skipped)} not read: " + ", ".join(parts)

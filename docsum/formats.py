@@ -12,7 +12,12 @@ SUPPORTED_SUFFIXES: dict[str, str] = {
     ".txt": "text",
     ".md": "markdown",
     ".markdown": "markdown",
+    ".rst": "rst",  # read as plain text: its markup is light and readable
+    ".csv": "csv",  # read as plain text: one record a line, as a person reads it
     ".pdf": "pdf",
+    ".html": "html",
+    ".htm": "html",
+    ".docx": "docx",
 }
 
 

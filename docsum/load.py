@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from docsum.errors import LoadError, one_line, os_reason
 from docsum.formats import kind_for
+from docsum.markup import READERS as MARKUP_READERS
 
 if TYPE_CHECKING:
     import pypdf
@@ -43,7 +44,7 @@ class LoadedDocument:
     text: str
     page_starts: list[int]  # [] for text files; PDF page i+1 starts at page_starts[i]
     title: str
-    kind: str  # "pdf" | "text" | "markdown"
+    kind: str  # a value of docsum.formats.SUPPORTED_SUFFIXES: "pdf", "text", "markdown", "html", ...
     warnings: list[str] = field(default_factory=list)
 
 
@@ -59,6 +60,8 @@ def load_file(path: Path) -> LoadedDocument:
     try:
         if kind == "pdf":
             return _load_pdf(path, data)
+        if kind in MARKUP_READERS:
+            return _load_markup(path, data, kind)
         return _load_text(path, data, kind)
     except LoadError:
         raise
@@ -138,6 +141,21 @@ def _load_text(path: Path, data: bytes, kind: str) -> LoadedDocument:
         raise LoadError(str(path), "empty file: no text")
     title = (_markdown_title(text) if kind == "markdown" else None) or _first_line_title(text) or path.stem
     return LoadedDocument(text=text, page_starts=[], title=title, kind=kind, warnings=warnings)
+
+
+def _load_markup(path: Path, data: bytes, kind: str) -> LoadedDocument:
+    """HTML and Word files: docsum.markup turns them into text with Markdown-style headings."""
+    extracted = MARKUP_READERS[kind](path, data)
+    text = _normalise_newlines(extracted.text).replace("\x00", "")
+    if not any(ch.isalnum() for ch in text):
+        raise LoadError(str(path), f"no text in this {kind} file")
+    title = (
+        (_clip_title(extracted.title) if extracted.title and extracted.title.lower() not in _PLACEHOLDER_TITLES else None)
+        or _markdown_title(text)
+        or _first_line_title(text)
+        or path.stem
+    )
+    return LoadedDocument(text=text, page_starts=[], title=title, kind=kind, warnings=extracted.warnings)
 
 
 # --------------------------------------------------------------------------- titles

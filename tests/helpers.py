@@ -44,6 +44,15 @@ class CliResult:
         return f"CliResult(code={self.code}, stdout={self.stdout[-2000:]!r}, stderr={self.stderr[-2000:]!r})"
 
 
+NOBODY = 65534  # the unprivileged user permission tests run docsum as
+
+
+def as_nobody(command: list[str]) -> list[str]:
+    """``command`` run as the unprivileged user: everything here runs as root,
+    which ignores file permissions."""
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *command]
+
+
 def write_file(path: Path, data: bytes | str) -> Path:
     """Write ``data`` (text as UTF-8) to ``path``, creating its folders."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -179,11 +179,11 @@ def test_missing_path_is_a_usage_error_and_prunes_nothing(docs: Path, store: Pat
 
 
 def test_unsupported_file_named_directly_is_a_usage_error(tmp_path: Path, store: Path) -> None:
-    doc = tmp_path / "report.docx"
-    doc.write_bytes(b"PK\x03\x04 not really a docx")
+    doc = tmp_path / "report.xlsx"
+    doc.write_bytes(b"PK\x03\x04 a spreadsheet")
     result = build(store, doc)
     assert result.code == 2, result
-    assert "report.docx" in result.stderr and ".pdf" in result.stderr
+    assert "report.xlsx" in result.stderr and ".pdf" in result.stderr
     assert not store.exists()
 
 

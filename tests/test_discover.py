@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from docsum.discover import Discovery, FoundFile, discover
+from docsum.discover import Discovery, FoundFile, SkippedFile, discover, skipped_summary
+from docsum.errors import ConfigError
 from docsum.formats import SUPPORTED_SUFFIXES
 from docsum.load import load_file
+from helpers import REPO, as_nobody, subprocess_env
 from helpers import write_file as write
 
 
@@ -25,7 +30,7 @@ def test_discover_sorts_counts_hidden_and_unsupported(tmp_path: Path) -> None:
     write(tmp_path / ".git" / "config.txt", "h")
     write(tmp_path / "sub" / ".cache" / "x.txt", "h")
     write(tmp_path / "image.png", b"\x89PNG")
-    write(tmp_path / "sub" / "table.csv", "x")
+    write(tmp_path / "sub" / "table.xlsx", "x")
     write(tmp_path / "README", "no suffix")
     found = discover([tmp_path])
     assert isinstance(found, Discovery)
@@ -35,7 +40,7 @@ def test_discover_sorts_counts_hidden_and_unsupported(tmp_path: Path) -> None:
     assert found.skipped_hidden == 3
     assert found.skipped_unsupported == 3
     assert found.errors == []
-    assert set(SUPPORTED_SUFFIXES) == {".txt", ".md", ".markdown", ".pdf"}
+    assert set(SUPPORTED_SUFFIXES) == {".txt", ".md", ".markdown", ".rst", ".csv", ".pdf", ".html", ".htm", ".docx"}
 
 
 def test_discover_direct_file_and_missing_path(tmp_path: Path) -> None:
@@ -111,16 +116,88 @@ def test_symlink_outside_root_needs_follow_symlinks(tmp_path: Path) -> None:
     assert load_file(followed.files[0].path).text == "out"
 
 
-def test_unreadable_directory_is_an_error_not_a_crash(tmp_path: Path) -> None:
-    write(tmp_path / "ok.txt", "fine")
-    locked = tmp_path / "locked"
+def test_unreadable_directory_is_an_error_and_protected(shared_dir: Path) -> None:
+    write(shared_dir / "ok.txt", "fine")
+    locked = shared_dir / "locked"
     write(locked / "inner.txt", "x")
     locked.chmod(0)
-    try:
-        if os.access(locked, os.R_OK):
-            pytest.skip("running with privileges that ignore directory permissions")
-        found = discover([tmp_path])
-        assert [f.relpath for f in found.files] == ["ok.txt"]
-        assert len(found.errors) == 1 and "permission denied" in found.errors[0].reason
-    finally:
-        locked.chmod(0o755)
+    # Root ignores permissions: list the folder as the unprivileged user.
+    script = (
+        "import json, sys; from pathlib import Path; from docsum.discover import discover; "
+        "d = discover([Path(sys.argv[1])]); "
+        "print(json.dumps([[f.relpath for f in d.files], [e.reason for e in d.errors], d.protected]))"
+    )
+    proc = subprocess.run(
+        as_nobody([sys.executable, "-c", script, str(shared_dir)]),
+        env=subprocess_env(), capture_output=True, text=True, timeout=60, cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    files, reasons, protected = json.loads(proc.stdout)
+    assert files == ["ok.txt"]
+    assert reasons == ["cannot read directory: permission denied"]
+    assert protected == [str(locked.resolve())]
+
+
+def test_empty_folders_are_reported(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root / "a.txt", "a")
+    (root / "mnt").mkdir()
+    write(root / "only-images" / "x.png", b"\x89PNG")
+    found = discover([root])
+    # A folder with no entry at all; a folder with entries but no document is not "empty".
+    assert found.empty_folders == [str(root.resolve() / "mnt")]
+    # A root under which no document was found is.
+    nothing = discover([root / "only-images"])
+    assert nothing.empty_folders == [str((root / "only-images").resolve())]
+
+
+def test_exclude_and_docsumignore_use_gitignore_syntax(tmp_path: Path) -> None:
+    write(tmp_path / "a.txt", "a")
+    write(tmp_path / "b.pdf", b"%PDF")
+    write(tmp_path / "keep.pdf", b"%PDF")
+    write(tmp_path / "drafts" / "c.md", "c")
+    write(tmp_path / "sub" / "drafts.md", "d")
+    write(tmp_path / "sub" / "e.txt", "e")
+    write(tmp_path / ".docsumignore", "# comment\n*.pdf\n!keep.pdf\ndrafts/\n")
+    found = discover([tmp_path], exclude=["/sub/e.txt"])
+    assert [f.relpath for f in found.files] == ["a.txt", "keep.pdf", "sub/drafts.md"]
+    assert sorted((s.path, s.reason) for s in found.skipped_files) == [
+        ("b.pdf", "excluded"), ("drafts/", "excluded"), ("sub/e.txt", "excluded"),
+    ]
+    assert found.skipped_excluded == 3 and found.skipped_hidden == 0  # .docsumignore itself is not counted
+    # A file named directly is read whatever the patterns say.
+    assert [f.relpath for f in discover([tmp_path / "b.pdf"], exclude=["*.pdf"]).files] == ["b.pdf"]
+
+
+def test_bad_patterns(tmp_path: Path) -> None:
+    write(tmp_path / "a.txt", "a")
+    with pytest.raises(ConfigError, match="--exclude"):
+        discover([tmp_path], exclude=["[z-a]"])
+    write(tmp_path / ".docsumignore", "[z-a]\n")
+    found = discover([tmp_path])
+    # Without its exclusions the folder could cost money it was meant not to: not walked, not pruned.
+    assert found.files == [] and found.protected == [str(tmp_path.resolve())]
+    assert len(found.errors) == 1 and found.errors[0].path.endswith(".docsumignore")
+
+
+def test_names_that_are_not_utf8_get_a_printable_relpath(tmp_path: Path) -> None:
+    folder = os.fsencode(tmp_path)
+    with open(folder + b"/bad\xff\xfename.txt", "wb") as fh:
+        fh.write(b"text")
+    with open(folder + b"/bad\\xff.txt", "wb") as fh:  # a real backslash name
+        fh.write(b"text")
+    with open(folder + b"/bad\xff.txt", "wb") as fh:  # whose printable form is the one above
+        fh.write(b"text")
+    found = discover([tmp_path])
+    assert sorted(f.relpath for f in found.files) == ["bad\\xff.txt", "bad\\xff\\xfename.txt"]
+    readable = {f.relpath: f for f in found.files}["bad\\xff\\xfename.txt"]
+    assert readable.path.read_bytes() == b"text"  # the real path, not the printable one
+    assert [(e.path, "taken" in e.reason) for e in found.errors] == [("bad\\xff.txt", True)]
+    for text in [f.relpath for f in found.files] + [e.path for e in found.errors]:
+        text.encode("utf-8")  # storable, printable, JSON-able
+
+
+def test_skipped_summary_counts_by_reason_then_suffix() -> None:
+    entries = [SkippedFile("a.docx", "unsupported"), SkippedFile("b.DOCX", "unsupported"), SkippedFile("x", "unsupported"),
+               SkippedFile(".git/", "hidden"), SkippedFile("old.pdf", "excluded")]
+    assert skipped_summary(entries) == "5 not read: 3 unsupported (.docx 2, no suffix 1), 1 excluded (.pdf 1), 1 hidden (folder 1)"

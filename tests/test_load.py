@@ -324,7 +324,7 @@ def test_fifo_is_not_read(tmp_path: Path) -> None:
 
 def test_unsupported_suffix_is_a_load_error(tmp_path: Path) -> None:
     with pytest.raises(LoadError):
-        load_file(write(tmp_path / "data.csv", "a,b\n1,2\n"))
+        load_file(write(tmp_path / "data.xlsx", b"PK\x03\x04"))
 
 
 def test_path_with_spaces_and_non_ascii(tmp_path: Path) -> None:

@@ -24,7 +24,10 @@ from docsum.store import Store
 from fakeopenai import FakeOpenAI
 from helpers import (
     EVAL_PDFS,
+    NOBODY,
+    REPO,
     SAMPLE_DOCS,
+    as_nobody,
     cli_command,
     llm_args,
     make_docs,
@@ -184,20 +187,25 @@ def test_awkward_text_files(tmp_path: Path) -> None:
     assert text.stderr.count("docsum: warning: latin1.txt: not UTF-8") == 1
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files without read permission")
-def test_unreadable_file_fails_with_a_reason(tmp_path: Path) -> None:
-    folder, store = tmp_path / "in", tmp_path / "s.sqlite"
+def test_unreadable_file_fails_with_a_reason(shared_dir: Path) -> None:
+    folder, home = shared_dir / "in", shared_dir / "home"
     make_docs(folder, 1)
     secret = folder / "secret.txt"
     secret.write_text("classified")
+    home.mkdir()
+    for path in shared_dir.rglob("*"):
+        os.chown(path, NOBODY, NOBODY)
     secret.chmod(0)
-    try:
-        result, data = build_json(store, folder)
-        assert result.code == 3
-        assert data["failures"] == [{"path": "secret.txt", "error": "permission denied", "attempts": 1}]
-        assert data["documents"]["added"] == 1
-    finally:
-        secret.chmod(0o600)
+    # Root reads any file: run docsum as the unprivileged user.
+    proc = subprocess.run(
+        as_nobody(cli_command("build", folder, "--store", home / "s.sqlite", "--json")), cwd=REPO,
+        env=subprocess_env(HOME=str(home), DOCSUM_HOME=str(home)), stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 3, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["failures"] == [{"path": "secret.txt", "error": "permission denied", "attempts": 1}]
+    assert data["documents"]["added"] == 1
 
 
 def test_symlinks_loops_and_links_outside_the_root(tmp_path: Path) -> None:

@@ -1,0 +1,196 @@
+"""Text out of HTML pages and Word (.docx) documents.
+
+Both come out as plain text with Markdown-style structure: headings become
+``#`` lines, list items ``- `` lines, table rows cells joined by `` | ``,
+paragraphs are separated by a blank line.  The splitter and the summaries
+then see the document's structure, not its markup; scripts, styles and other
+non-content elements are dropped.
+
+Every failure is a ``LoadError`` with a one-line reason naming what is wrong
+with the file.  The parsers (beautifulsoup4 on lxml, python-docx) are imported
+only when such a file is read.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from docsum.errors import LoadError, one_line
+
+if TYPE_CHECKING:
+    import bs4
+
+# Elements whose content is never document text.
+_NON_CONTENT = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "head")
+# Elements that start a new paragraph-like block.
+_BLOCKS = (
+    "p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "blockquote", "pre",
+    "ul", "ol", "li", "dl", "dt", "dd", "table", "caption", "figure", "figcaption", "form",
+    "fieldset", "address", "details", "summary", "hr",
+    "h1", "h2", "h3", "h4", "h5", "h6",
+)
+_LINES = ("li", "dt", "dd")
+_WHITESPACE = re.compile(r"\s+")
+_BLANK_RUNS = re.compile(r"\n{3,}")
+# An unpacked .docx part larger than this is refused before parsing: a few
+# kilobytes of zip can unpack to gigabytes (a "zip bomb").  The largest real
+# reports and books stay far below it.
+DOCX_MAX_UNPACKED = 256 * 1024 * 1024
+_ZIP_MAGIC = b"PK\x03\x04"
+_OLE_MAGIC = bytes.fromhex("d0cf11e0a1b11ae1")
+_UTF_BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
+
+
+@dataclass
+class Extracted:
+    text: str
+    title: str | None = None  # from the file's own metadata or first heading
+    warnings: list[str] = field(default_factory=list)
+
+
+def _tidy(text: str) -> str:
+    """Trim every line and keep at most one blank line between blocks."""
+    lines = [line.strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def read_html(path: Path, data: bytes) -> Extracted:
+    """Headings, paragraphs, lists and tables of an HTML page, as text."""
+    if b"\x00" in data[:4096] and not data.startswith(_UTF_BOMS[1:]):
+        raise LoadError(str(path), "binary content, not an HTML page")
+    from bs4 import BeautifulSoup, Comment, Doctype, ProcessingInstruction
+
+    try:
+        soup = BeautifulSoup(data, "lxml")
+    except Exception as exc:  # noqa: BLE001 - the parser is lenient; anything it raises is this file's damage
+        raise LoadError(str(path), one_line(f"damaged HTML: {type(exc).__name__}: {exc}")) from exc
+    title_tag = soup.find("title")
+    title = title_tag.get_text(" ", strip=True) if title_tag is not None else None
+    for tag in soup.find_all(_NON_CONTENT):
+        tag.decompose()
+    for node in soup.find_all(string=True):
+        if isinstance(node, (Comment, Doctype, ProcessingInstruction)):
+            node.extract()
+        elif node.find_parent("pre") is None:
+            # Source line breaks inside a paragraph are just spaces.
+            node.replace_with(_WHITESPACE.sub(" ", str(node)))
+    _mark_structure(soup)
+    text = _tidy(soup.get_text())
+    return Extracted(text=text, title=title or None)
+
+
+def _mark_structure(soup: bs4.BeautifulSoup) -> None:
+    """Put Markdown-style markers and line breaks where the blocks are."""
+    for br in soup.find_all("br"):
+        br.replace_with("\n")
+    for row in soup.find_all("tr"):
+        if row.parent is None:
+            continue  # inside a row already flattened (a nested table)
+        cells = [" ".join(cell.get_text(" ").split()) for cell in row.find_all(("td", "th"))]
+        row.replace_with(" | ".join(c for c in cells if c) + "\n")
+    for tag in soup.find_all(_BLOCKS):
+        name = tag.name
+        if len(name) == 2 and name[0] == "h" and name[1].isdigit():
+            tag.insert(0, "#" * int(name[1]) + " ")
+        elif name == "li":
+            tag.insert(0, "- ")
+        # Items of a list are lines of one block; everything else is a paragraph.
+        if name in _LINES:
+            tag.insert_before("\n")
+        else:
+            tag.insert_before("\n\n")
+            tag.insert_after("\n\n")
+
+
+# --------------------------------------------------------------------------- Word
+
+
+def read_docx(path: Path, data: bytes) -> Extracted:
+    """Headings, paragraphs, list items and tables of a .docx, in order."""
+    if not data.startswith(_ZIP_MAGIC):
+        if data.startswith(_OLE_MAGIC):
+            raise LoadError(str(path), "not a .docx: an encrypted or old-format (.doc) Word file; save it as .docx")
+        raise LoadError(str(path), "damaged Word document: not a .docx (zip) file")
+    _check_unpacked_size(path, data)
+    import docx
+
+    try:
+        document = docx.Document(io.BytesIO(data))
+        text, heading = _docx_text(document)
+        meta_title = document.core_properties.title
+    except LoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - python-docx and lxml raise many types for damaged files
+        raise LoadError(str(path), one_line(f"damaged Word document: {type(exc).__name__}: {exc}")) from exc
+    title = meta_title.strip() if isinstance(meta_title, str) and meta_title.strip() else heading
+    return Extracted(text=_tidy(text), title=title)
+
+
+def _check_unpacked_size(path: Path, data: bytes) -> None:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise LoadError(str(path), one_line(f"damaged Word document: {exc}")) from exc
+    if unpacked > DOCX_MAX_UNPACKED:
+        raise LoadError(
+            str(path),
+            f"Word document unpacks to {unpacked // (1024 * 1024)} MB, more than the {DOCX_MAX_UNPACKED // (1024 * 1024)} MB docsum reads",
+        )
+
+
+def _docx_text(document: Any) -> tuple[str, str | None]:
+    from docx.table import Table
+
+    blocks: list[str] = []
+    heading: str | None = None
+    for item in document.iter_inner_content():
+        if isinstance(item, Table):
+            blocks.append(_docx_table(item))
+            continue
+        text = item.text.strip()
+        if not text:
+            continue
+        style = (item.style.name if item.style is not None else "") or ""
+        level = _heading_level(style)
+        if level:
+            heading = heading or text
+            blocks.append("#" * level + " " + " ".join(text.split()))
+        elif style.startswith("List"):
+            blocks.append("- " + text)
+        else:
+            blocks.append(text)
+    return "\n\n".join(blocks), heading
+
+
+def _heading_level(style: str) -> int:
+    if style == "Title":
+        return 1
+    match = re.fullmatch(r"Heading ([1-9])", style)
+    return int(match.group(1)) if match else 0
+
+
+def _docx_table(table: Any) -> str:
+    rows: list[str] = []
+    for row in table.rows:
+        cells: list[str] = []
+        for cell in row.cells:
+            value = " ".join(cell.text.split())
+            # A merged cell is returned once per grid column it spans.
+            if not cells or value != cells[-1]:
+                cells.append(value)
+        if any(cells):
+            rows.append(" | ".join(cells))
+    return "\n".join(rows)
+
+
+READERS: dict[str, Callable[[Path, bytes], Extracted]] = {"html": read_html, "docx": read_docx}
