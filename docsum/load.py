@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from docsum.discover import printable_name
 from docsum.errors import LoadError, one_line, os_reason
 from docsum.formats import kind_for
 from docsum.markup import READERS as MARKUP_READERS
@@ -139,7 +140,7 @@ def _load_text(path: Path, data: bytes, kind: str) -> LoadedDocument:
         text = text[1:]
     if not text.strip():
         raise LoadError(str(path), "empty file: no text")
-    title = (_markdown_title(text) if kind == "markdown" else None) or _first_line_title(text) or path.stem
+    title = (_markdown_title(text) if kind == "markdown" else None) or _first_line_title(text) or _name_title(path)
     return LoadedDocument(text=text, page_starts=[], title=title, kind=kind, warnings=warnings)
 
 
@@ -153,7 +154,7 @@ def _load_markup(path: Path, data: bytes, kind: str) -> LoadedDocument:
         (_clip_title(extracted.title) if extracted.title and extracted.title.lower() not in _PLACEHOLDER_TITLES else None)
         or _markdown_title(text)
         or _first_line_title(text)
-        or path.stem
+        or _name_title(path)
     )
     return LoadedDocument(text=text, page_starts=[], title=title, kind=kind, warnings=extracted.warnings)
 
@@ -215,6 +216,11 @@ def _markdown_title(text: str) -> str | None:
     if body_start:
         return _first_line_title("\n".join(lines[body_start:]))
     return None
+
+
+def _name_title(path: Path) -> str:
+    """The file's name as a last-resort title, storable even when the name is not UTF-8."""
+    return printable_name(path.stem)
 
 
 def _first_line_title(text: str) -> str | None:
@@ -333,5 +339,5 @@ def _load_pdf(path: Path, data: bytes) -> LoadedDocument:
     text = "\n\n".join(texts)
     if not any(ch.isalnum() for ch in text):
         raise LoadError(str(path), "no extractable text (scanned or image-only PDF?)")
-    title = _pdf_metadata_title(reader) or _first_line_title(text) or path.stem
+    title = _pdf_metadata_title(reader) or _first_line_title(text) or _name_title(path)
     return LoadedDocument(text=text, page_starts=page_starts, title=title, kind="pdf", warnings=warnings)

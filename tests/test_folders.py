@@ -148,21 +148,26 @@ def test_a_file_name_that_is_not_utf8_is_built_under_a_printable_name(tmp_path: 
     make_docs(folder, 2)
     (Path(os.fsdecode(folder)) / os.fsdecode(BAD_NAME)).write_text("Notes on the lighthouse keeper's log.\n")
     (Path(os.fsdecode(folder)) / os.fsdecode(b"junk\xff.txt")).write_bytes(b"\x00\x01\x02" * 100)
+    # No line with a letter in it: the title falls back to the file's name.
+    (Path(os.fsdecode(folder)) / os.fsdecode(b"rule\xfe.txt")).write_text("--- *** ---\n")
 
     result = run_cli("build", folder, "--store", store)
     assert result.code == 3, result  # the binary one failed, alone
     assert "surrogates" not in result.stderr + result.stdout
     assert "docsum: failed junk\\xff.txt: binary content" in result.stderr
     assert "bad\\xff\\xfename.txt" in stored_paths(store)
-    assert len(stored_paths(store)) == 3
+    assert len(stored_paths(store)) == 4
 
     data = build(store, folder).json()  # JSON output holds the same printable names
-    assert data["documents"]["unchanged"] == 3
+    assert data["documents"]["unchanged"] == 4
     assert [f["path"] for f in data["failures"]] == ["junk\\xff.txt"]
     conn = sqlite3.connect(store)
     (text,) = conn.execute("SELECT summary FROM documents WHERE path = ?", ("bad\\xff\\xfename.txt",)).fetchone()
     conn.close()
     assert "lighthouse" in text
+    conn = sqlite3.connect(store)
+    assert conn.execute("SELECT title FROM documents WHERE path = ?", ("rule\\xfe.txt",)).fetchone() == ("rule\\xfe",)
+    conn.close()
     shown = run_cli("summaries", "--store", store)
     assert shown.code == 0 and "bad\\xff\\xfename.txt" in shown.stdout
 
