@@ -303,7 +303,7 @@ class Builder:
             if held:
                 guarded.add(folder)
                 known.append(FileOutcome(folder, "failed", (
-                    f"folder is empty but the store holds {held} document(s) from it; nothing removed "
+                    f"no document found in this folder but the store holds {held} from it; nothing removed "
                     "(an unmounted share?); pass --prune-empty to remove them"
                 )))
         return guarded

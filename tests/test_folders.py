@@ -41,8 +41,8 @@ def test_an_emptied_folder_removes_nothing_without_prune_empty(tmp_path: Path, s
     result = run_cli("build", folder, "--store", store)
     assert result.code == 3, result
     assert stored_paths(store) == {p.name for p in files}
-    lines = [line for line in result.stderr.splitlines() if "is empty" in line]
-    assert len(lines) == 1 and str(folder.resolve()) in lines[0] and "--prune-empty" in lines[0] and "4 document" in lines[0]
+    lines = [line for line in result.stderr.splitlines() if "no document found" in line]
+    assert len(lines) == 1 and str(folder.resolve()) in lines[0] and "--prune-empty" in lines[0] and "holds 4 from it" in lines[0]
     assert "0 removed" in result.stdout
 
     data = build(store, folder).json()
@@ -66,6 +66,16 @@ def test_an_emptied_subfolder_keeps_its_documents_and_the_rest_builds(tmp_path: 
     assert data["documents"]["added"] == 1 and data["documents"]["removed"] == 0
     assert [f["path"] for f in data["failures"]] == [str((folder / "mnt").resolve())]
     assert {f"mnt/{p.name}" for p in mounted} <= stored_paths(store)
+
+
+def test_excluding_everything_is_not_a_mass_deletion(tmp_path: Path, store: Path) -> None:
+    folder = tmp_path / "docs"
+    make_docs(folder, 3)
+    assert build(store, folder).code == 0
+    result = build(store, folder, "--exclude", "*")
+    assert result.code == 3, result
+    assert result.json()["documents"]["removed"] == 0 and len(stored_paths(store)) == 3
+    assert build(store, folder, "--exclude", "*", "--prune-empty").json()["documents"]["removed"] == 3
 
 
 def test_a_normal_reconcile_still_prunes_vanished_files(tmp_path: Path, store: Path) -> None:
