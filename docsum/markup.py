@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +135,8 @@ def read_docx(path: Path, data: bytes) -> Extracted:
 
 
 def _check_unpacked_size(path: Path, data: bytes) -> None:
+    import zipfile  # here, not at the top: it pulls in the compression modules, which `docsum ask` never needs
+
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             unpacked = sum(info.file_size for info in archive.infolist())
