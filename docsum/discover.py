@@ -101,11 +101,9 @@ def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def exclusion_spec(patterns: Iterable[str], source: str) -> pathspec.PathSpec | None:
-    """Gitignore-style patterns as one matcher (None when there are none).
-
-    A pattern that cannot be compiled is a ``ConfigError`` naming ``source``."""
-    lines = list(patterns)
+def _compile(lines: list[str]) -> pathspec.PathSpec | None:
+    """Gitignore-style lines as one matcher (None when there are none);
+    ValueError with a one-line reason for a pattern that does not compile."""
     if not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
         return None
     import pathspec  # here, not at the top: ~80 ms that `docsum ask` and builds without exclusions never need
@@ -113,23 +111,35 @@ def exclusion_spec(patterns: Iterable[str], source: str) -> pathspec.PathSpec | 
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines)
     except (ValueError, re.error) as exc:
-        raise ConfigError(f"{source}: bad exclude pattern: {exc}") from exc
+        raise ValueError(f"bad exclude pattern: {exc}") from exc
 
 
-def _root_spec(root: Path, given: pathspec.PathSpec | None, given_lines: list[str]) -> pathspec.PathSpec | None:
-    """The exclusions for one root: ``given`` plus the root's .docsumignore."""
+def exclusion_spec(patterns: Iterable[str], source: str) -> pathspec.PathSpec | None:
+    """``patterns`` (gitignore syntax) as one matcher, None when there are none.
+
+    A pattern that cannot be compiled is a ``ConfigError`` naming ``source``."""
+    try:
+        return _compile(list(patterns))
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
+
+
+def _root_spec(root: Path, given_lines: list[str]) -> pathspec.PathSpec | None:
+    """The exclusions for one root: ``given_lines`` plus the root's .docsumignore.
+
+    A .docsumignore that cannot be read or compiled is a ``LoadError`` for it."""
     ignore_path = root / IGNORE_FILE
     try:
         with open(ignore_path, encoding="utf-8", errors="surrogateescape") as fh:
             own = fh.read().splitlines()
     except FileNotFoundError:
-        return given
+        own = []
     except OSError as exc:
         raise LoadError(printable_name(str(ignore_path)), f"cannot read exclusions: {os_reason(exc)}") from exc
     try:
-        return exclusion_spec(given_lines + own, printable_name(str(ignore_path)))
-    except ConfigError as exc:
-        raise LoadError(printable_name(str(ignore_path)), str(exc).split(": ", 1)[1]) from exc
+        return _compile(given_lines + own)
+    except ValueError as exc:
+        raise LoadError(printable_name(str(ignore_path)), str(exc)) from exc
 
 
 # --------------------------------------------------------------------------- discovery
@@ -303,7 +313,7 @@ def discover(paths: list[Path], follow_symlinks: bool = False, exclude: list[str
     ``ConfigError``; everything else is collected.
     """
     given_lines = list(exclude or [])
-    given_spec = exclusion_spec(given_lines, "--exclude")
+    exclusion_spec(given_lines, "--exclude")  # a bad pattern is the caller's error, not a root's
     walker = _Walker(follow_symlinks)
     for given in paths:
         absolute = Path(os.path.abspath(given))
@@ -331,7 +341,7 @@ def discover(paths: list[Path], follow_symlinks: bool = False, exclude: list[str
             if resolved in walker.visited:
                 continue
             try:
-                walker.exclude = _root_spec(Path(resolved), given_spec, given_lines)
+                walker.exclude = _root_spec(Path(resolved), given_lines)
             except LoadError as exc:
                 # Reading the folder without its exclusions could summarize
                 # (and pay for) files the user ruled out: skip it whole.
