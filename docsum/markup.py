@@ -26,15 +26,19 @@ if TYPE_CHECKING:
     import bs4
 
 # Elements whose content is never document text.
-_NON_CONTENT = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "head")
+_NON_CONTENT = frozenset(
+    {"script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "head", "nav", "button", "select"}
+)
 # Elements that start a new paragraph-like block.
-_BLOCKS = (
-    "p", "div", "section", "article", "main", "header", "footer", "aside", "nav", "blockquote", "pre",
-    "ul", "ol", "li", "dl", "dt", "dd", "table", "caption", "figure", "figcaption", "form",
+_BLOCKS = frozenset({
+    "p", "div", "section", "article", "main", "header", "footer", "aside", "blockquote", "pre",
+    "ul", "ol", "dl", "table", "caption", "figure", "figcaption", "form",
     "fieldset", "address", "details", "summary", "hr",
     "h1", "h2", "h3", "h4", "h5", "h6",
-)
-_LINES = ("li", "dt", "dd")
+})
+# Elements that are one line of an enclosing block (list items).
+_LINES = frozenset({"li", "dt", "dd"})
+_EMPTY_ITEMS = frozenset({"-", "#", "##", "###", "####", "#####", "######"})
 _WHITESPACE = re.compile(r"\s+")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 # An unpacked .docx part larger than this is refused before parsing: a few
@@ -56,6 +60,7 @@ class Extracted:
 def _tidy(text: str) -> str:
     """Trim every line and keep at most one blank line between blocks."""
     lines = [line.strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    lines = [line for line in lines if line not in _EMPTY_ITEMS]  # list items whose content was dropped
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
 
 
@@ -66,7 +71,7 @@ def read_html(path: Path, data: bytes) -> Extracted:
     """Headings, paragraphs, lists and tables of an HTML page, as text."""
     if b"\x00" in data[:4096] and not data.startswith(_UTF_BOMS[1:]):
         raise LoadError(str(path), "binary content, not an HTML page")
-    from bs4 import BeautifulSoup, Comment, Doctype, ProcessingInstruction
+    from bs4 import BeautifulSoup
 
     try:
         soup = BeautifulSoup(data, "lxml")
@@ -74,40 +79,51 @@ def read_html(path: Path, data: bytes) -> Extracted:
         raise LoadError(str(path), one_line(f"damaged HTML: {type(exc).__name__}: {exc}")) from exc
     title_tag = soup.find("title")
     title = title_tag.get_text(" ", strip=True) if title_tag is not None else None
-    for tag in soup.find_all(_NON_CONTENT):
-        tag.decompose()
-    for node in soup.find_all(string=True):
-        if isinstance(node, (Comment, Doctype, ProcessingInstruction)):
-            node.extract()
-        elif node.find_parent("pre") is None:
+    return Extracted(text=_tidy("".join(_html_pieces(soup))), title=title or None)
+
+
+def _html_pieces(soup: bs4.BeautifulSoup) -> list[str]:
+    """The page's text in document order, with Markdown-style markers and line
+    breaks where the blocks are.
+
+    One read-only pass with an explicit stack: editing the tree in place costs
+    quadratic time on real pages, and recursion would fail on deeply nested
+    (hostile) markup."""
+    from bs4 import NavigableString, Tag
+    from bs4.element import PreformattedString
+
+    pieces: list[str] = []
+    # Entries: (node, inside <pre>), or (text to emit when a block closes, None).
+    stack: list[tuple[object, bool | None]] = [(child, False) for child in reversed(soup.contents)]
+    while stack:
+        node, in_pre = stack.pop()
+        if in_pre is None:
+            pieces.append(str(node))
+        elif isinstance(node, PreformattedString):
+            continue  # comments, doctype, CDATA, processing instructions
+        elif isinstance(node, NavigableString):
             # Source line breaks inside a paragraph are just spaces.
-            node.replace_with(_WHITESPACE.sub(" ", str(node)))
-    _mark_structure(soup)
-    text = _tidy(soup.get_text())
-    return Extracted(text=text, title=title or None)
-
-
-def _mark_structure(soup: bs4.BeautifulSoup) -> None:
-    """Put Markdown-style markers and line breaks where the blocks are."""
-    for br in soup.find_all("br"):
-        br.replace_with("\n")
-    for row in soup.find_all("tr"):
-        if row.parent is None:
-            continue  # inside a row already flattened (a nested table)
-        cells = [" ".join(cell.get_text(" ").split()) for cell in row.find_all(("td", "th"))]
-        row.replace_with(" | ".join(c for c in cells if c) + "\n")
-    for tag in soup.find_all(_BLOCKS):
-        name = tag.name
-        if len(name) == 2 and name[0] == "h" and name[1].isdigit():
-            tag.insert(0, "#" * int(name[1]) + " ")
-        elif name == "li":
-            tag.insert(0, "- ")
-        # Items of a list are lines of one block; everything else is a paragraph.
-        if name in _LINES:
-            tag.insert_before("\n")
-        else:
-            tag.insert_before("\n\n")
-            tag.insert_after("\n\n")
+            pieces.append(str(node) if in_pre else _WHITESPACE.sub(" ", str(node)))
+        elif isinstance(node, Tag):
+            name = node.name
+            if name in _NON_CONTENT or node.has_attr("hidden"):
+                continue
+            if name == "br":
+                pieces.append("\n")
+                continue
+            if name == "tr":
+                cells = (" ".join(cell.get_text(" ").split()) for cell in node.find_all(("td", "th")))
+                pieces.append(" | ".join(c for c in cells if c) + "\n")  # the table's block opened the line
+                continue
+            if name in _LINES:
+                pieces.append("\n- " if name == "li" else "\n")
+            elif name in _BLOCKS:
+                pieces.append("\n\n")
+                if len(name) == 2 and name[0] == "h" and name[1].isdigit():
+                    pieces.append("#" * int(name[1]) + " ")
+                stack.append(("\n\n", None))
+            stack.extend((child, in_pre or name == "pre") for child in reversed(node.contents))
+    return pieces
 
 
 # --------------------------------------------------------------------------- Word

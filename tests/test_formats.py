@@ -19,12 +19,12 @@ PAGE = b"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Harbour  Report</title>
 <style>body { color: red } .secret { display: none }</style>
 <script>var tracking = "SCRIPT-TEXT";</script></head>
-<body><nav><a href="/">Home</a></nav>
+<body><nav><a href="/">NAV-TEXT</a></nav><div hidden>HIDDEN-TEXT</div>
 <h1>Harbour works</h1>
 <p>The quay was   rebuilt
 in <b>2021</b> at a cost of &euro;4 million.</p><!-- an HTML COMMENT -->
 <h2>Tenders</h2>
-<ul><li>Dredging</li><li>Lighting</li></ul>
+<ul><li>Dredging</li><li>Lighting</li><li><button>Toggle</button></li></ul>
 <table><tr><th>Year</th><th>Ships</th></tr><tr><td>2022</td><td>310</td></tr></table>
 <noscript>NOSCRIPT-TEXT</noscript>
 <p>Caf\xc3\xa9 opens in May.<br>Ask at the office.</p>
@@ -34,11 +34,11 @@ in <b>2021</b> at a cost of &euro;4 million.</p><!-- an HTML COMMENT -->
 def test_html_keeps_headings_and_paragraphs_and_drops_scripts_and_styles(tmp_path: Path) -> None:
     doc = load_file(write(tmp_path / "report.html", PAGE))
     assert doc.kind == "html" and doc.title == "Harbour Report" and doc.page_starts == []
-    assert doc.text.startswith("Home\n\n# Harbour works\n\nThe quay was rebuilt in 2021 at a cost of €4 million.\n\n## Tenders")
-    assert "- Dredging\n- Lighting" in doc.text
+    assert doc.text.startswith("# Harbour works\n\nThe quay was rebuilt in 2021 at a cost of €4 million.\n\n## Tenders")
+    assert "- Dredging\n- Lighting\n\nYear | Ships" in doc.text  # the item left empty by its button is gone
     assert "Year | Ships\n2022 | 310" in doc.text
     assert "Café opens in May.\nAsk at the office." in doc.text
-    for dropped in ("SCRIPT-TEXT", "color: red", "HTML COMMENT", "NOSCRIPT-TEXT", "<", "&euro;"):
+    for dropped in ("SCRIPT-TEXT", "color: red", "HTML COMMENT", "NOSCRIPT-TEXT", "NAV-TEXT", "HIDDEN-TEXT", "<", "&euro;"):
         assert dropped not in doc.text
 
 
