@@ -130,7 +130,8 @@ def _root_spec(root: Path, given_lines: list[str]) -> pathspec.PathSpec | None:
     A .docsumignore that cannot be read or compiled is a ``LoadError`` for it."""
     ignore_path = root / IGNORE_FILE
     try:
-        with open(ignore_path, encoding="utf-8", errors="surrogateescape") as fh:
+        # utf-8-sig: an editor's byte-order mark must not become part of the first pattern.
+        with open(ignore_path, encoding="utf-8-sig", errors="surrogateescape") as fh:
             own = fh.read().splitlines()
     except FileNotFoundError:
         own = []

@@ -158,7 +158,8 @@ def test_exclude_and_docsumignore_use_gitignore_syntax(tmp_path: Path) -> None:
     write(tmp_path / "drafts" / "c.md", "c")
     write(tmp_path / "sub" / "drafts.md", "d")
     write(tmp_path / "sub" / "e.txt", "e")
-    write(tmp_path / ".docsumignore", "# comment\n*.pdf\n!keep.pdf\ndrafts/\n")
+    # Written on Windows: a byte-order mark and CRLF line ends.
+    write(tmp_path / ".docsumignore", "\ufeff*.pdf\r\n# comment\r\n!keep.pdf\r\ndrafts/\r\n")
     found = discover([tmp_path], exclude=["/sub/e.txt"])
     assert [f.relpath for f in found.files] == ["a.txt", "keep.pdf", "sub/drafts.md"]
     assert sorted((s.path, s.reason) for s in found.skipped_files) == [
