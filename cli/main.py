@@ -78,7 +78,9 @@ def build(
     """Summarize every document under PATHS into the store, reconciling it with
     the folder: new files added, changed ones re-summarized, vanished ones
     removed, unchanged ones skipped at no cost. Exit 3 if some files failed
-    (they are listed and retried next run), 4 if another build holds the store."""
+    (they are listed and retried next run) or a folder could not be listed or
+    is empty while the store holds documents from it (they are kept), 4 if
+    another build holds the store."""
     settings = common.settings
     options = BuildOptions(
         paths=[p.expanduser() for p in paths],
