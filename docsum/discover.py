@@ -188,9 +188,10 @@ class _Walker:
             return
         self.candidates.append(_Candidate(printable_name(relpath), path, root, resolved, via_symlink))
 
-    def excluded(self, relpath: str, is_dir: bool) -> bool:
+    def excluded(self, relpath: str, entry: os.DirEntry[str]) -> bool:
         if self.exclude is None:
             return False
+        is_dir = _entry_is_dir(entry)  # through a symlink: "docs/" patterns match linked folders too
         if self.exclude.match_file(relpath + "/" if is_dir else relpath):
             self.skip(relpath + "/" if is_dir else relpath, "excluded")
             return True
@@ -231,7 +232,7 @@ class _Walker:
                 path = Path(entry.path)
                 # Before anything else: an excluded entry is never opened,
                 # followed or reported on.
-                if self.excluded(relpath, _entry_is_dir(entry)):
+                if self.excluded(relpath, entry):
                     continue
                 try:
                     if entry.is_symlink():
