@@ -18,6 +18,7 @@ from docsum.ask import AskOptions, ask as ask_question
 from docsum.build import BuildOptions, build as build_store
 from docsum.config import config_file_path
 from docsum.errors import ConfigError, ExitCode
+from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
 from docsum.schema import ResponseStatus
 from docsum.store import Store
@@ -72,6 +73,9 @@ def build(
     follow_symlinks: Annotated[bool, typer.Option("--follow-symlinks", help="Follow symlinks that lead outside the folder.")] = False,
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", metavar="GLOB", help="Do not read files matching GLOB (gitignore syntax, relative to the folder; repeatable). A .docsumignore file in the folder adds more.")] = None,
     prune_empty: Annotated[bool, typer.Option("--prune-empty", help="Remove the documents of a folder that is now empty (refused by default: it may be an unmounted share).")] = False,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, max=256, help="Processes reading files in parallel [default: one per core].")] = None,
+    parse_timeout: Annotated[float, typer.Option("--parse-timeout", min=0.1, max=86400, help="Stop reading a file after SECONDS (it fails; the rest go on).")] = DEFAULT_TIMEOUT_S,
+    parse_memory: Annotated[int, typer.Option("--parse-memory", min=128, max=1 << 20, help="Memory limit in MB of each file-reading process.")] = DEFAULT_MEMORY_MB,
     *,
     common: Common,
 ) -> int:
@@ -93,6 +97,9 @@ def build(
         follow_symlinks=follow_symlinks,
         exclude=list(exclude or []),
         prune_empty=prune_empty,
+        jobs=jobs,
+        parse_timeout_s=parse_timeout,
+        parse_memory_mb=parse_memory,
     )
     if summary_query:
         options.summary_query = summary_query

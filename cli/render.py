@@ -65,7 +65,8 @@ class BuildProgress:
             return
         detail = ""
         if outcome.action in ("added", "updated", "add", "update"):
-            detail = f" ({outcome.nodes} nodes, {outcome.calls} LLM calls)"
+            engine = f", read with {outcome.extractor}" if outcome.extractor and self.env.verbose else ""
+            detail = f" ({outcome.nodes} nodes, {outcome.calls} LLM calls{engine})"
         if outcome.action != "unchanged" or self.env.verbose:
             self.env.info(f"{outcome.action:<9} {outcome.path}{detail}")
 

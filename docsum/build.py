@@ -29,7 +29,8 @@ from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.llm import LLM, estimated_cost, track_calls
 from docsum.discover import FoundFile, SkippedFile, discover, exclusion_spec, printable_name
 from docsum.formats import SUPPORTED_SUFFIXES
-from docsum.load import LoadedDocument, load_file
+from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Parsed, ParsePool, ParseRequest, unexpected_reason
+from docsum.paths import cache_dir
 from docsum.prompts import DEFAULT_SUMMARY_QUERY, SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
 from docsum.retrieve import summary_index_text
 from docsum.schema import CallRecord, Usage
@@ -61,6 +62,11 @@ class BuildOptions:
     exclude: list[str] = field(default_factory=list)
     # Remove the documents of a folder that is now empty (see reconcile).
     prune_empty: bool = False
+    jobs: int | None = None  # worker processes reading files (None: one per core)
+    parse_timeout_s: float = DEFAULT_TIMEOUT_S  # per file
+    parse_memory_mb: int = DEFAULT_MEMORY_MB  # per worker process
+    cache_dir: Path | None = None  # extracted-text cache (None: the default under the docsum cache dir)
+    use_cache: bool = True
 
 
 @dataclass
@@ -74,6 +80,7 @@ class FileOutcome:
     warnings: list[str] = field(default_factory=list)
     attempts: int = 0  # failed: runs in a row this file has failed (0: not recorded)
     llm_failed: bool = False  # failed because the LLM server did (not because of the file)
+    extractor: str = ""  # PDFs read this run: the engine whose text was used ("pdfium" | "pypdf")
 
 
 @dataclass
@@ -90,6 +97,7 @@ class BuildReport:
     # Hidden, unsupported and excluded files, deliberately not read.
     skipped_entries: list[SkippedFile] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    extractors: dict[str, str] = field(default_factory=dict)  # path -> PDF engine, for PDFs read this run
     model: str = ""
     num_output: int = 0
 
@@ -109,6 +117,7 @@ class BuildReport:
             "skipped": self.skipped,
             "skipped_files": self.skipped_files + [{"path": s.path, "reason": s.reason} for s in self.skipped_entries],
             "warnings": self.warnings,
+            "extractors": dict(sorted(self.extractors.items())),
         }
         if self.dry_run:
             out["dry_run"] = True
@@ -196,6 +205,9 @@ class _Work:
     # True: the content and the summary settings are unchanged, only the node
     # split is not: re-split and keep the stored summary (no LLM call).
     resplit_only: bool = False
+    # The opened file must lie under this folder (a symlink swapped in after
+    # discovery is not followed out of the tree); None: no such check.
+    inside: Path | None = None
 
 
 @dataclass
@@ -248,7 +260,12 @@ class Builder:
         for path, reason in discovery.skipped:
             known.append(FileOutcome(path, "skipped", reason))
         where = _StoredRoots(stored.values())
+        given_dirs = {str(p.resolve()) for p in self.options.paths if p.is_dir()}
         for found in discovery.files:
+            # Files found by walking a given folder must still be inside it
+            # when opened (README Guarantee 8); a file named directly is read
+            # wherever its symlink leads, as is everything with --follow-symlinks.
+            inside = found.root if not self.options.follow_symlinks and str(found.root) in given_dirs else None
             found = where.canonical(found)
             root = str(found.root)
             doc_id = make_doc_id(root, found.relpath)
@@ -266,7 +283,7 @@ class Builder:
                 if state == "touched":
                     touched.append((doc_id, st.st_size, st.st_mtime_ns))
                 continue
-            todo.append(_Work(found, doc_id, existing, st.st_size, st.st_mtime_ns, resplit_only=state == "resplit"))
+            todo.append(_Work(found, doc_id, existing, st.st_size, st.st_mtime_ns, resplit_only=state == "resplit", inside=inside))
         # Only folders given to this build are pruned: building another folder
         # into the same store must not wipe the first one, and a file named
         # directly (`docsum build folder/a.txt`) must not remove its siblings.
@@ -328,6 +345,16 @@ class Builder:
 
     # -- doing it -----------------------------------------------------------
     async def run(self) -> BuildReport:
+        options = self.options
+        self._pool = ParsePool(options.jobs, options.parse_timeout_s, options.parse_memory_mb)
+        try:
+            return await self._run()
+        finally:
+            # Also on SIGINT/SIGTERM (a cancellation): workers still parsing
+            # are killed, not waited for.
+            self._pool.close()
+
+    async def _run(self) -> BuildReport:
         started = time.monotonic()
         report = BuildReport(str(self.store.path), dry_run=self.options.dry_run, model=self.llm.metadata.model, num_output=self.llm.metadata.num_output)
         plan = await self.reconcile()
@@ -341,13 +368,18 @@ class Builder:
             self.reporter.file_done(outcome)
 
         if self.options.dry_run:
-            for work in todo:
+            async def plan_one(work: _Work) -> FileOutcome:
                 outcome = await self._plan(work)
+                self.reporter.file_done(outcome)  # as each finishes: progress from the first file
+                return outcome
+
+            # Files are parsed in parallel (and their text cached for the build
+            # that follows); the plan lists them in folder order.
+            for work, outcome in zip(todo, await asyncio.gather(*(plan_one(w) for w in todo))):
                 report.plan.append(
                     {"path": work.found.relpath, "action": outcome.action, "nodes": outcome.nodes,
                      "llm_calls": outcome.calls, "prompt_tokens": outcome.prompt_tokens, "error": outcome.error}
                 )
-                self.reporter.file_done(outcome)
             for doc in to_remove:
                 report.plan.append({"path": doc.path, "action": "remove", "nodes": 0, "llm_calls": 0, "prompt_tokens": 0, "error": ""})
             report.elapsed_s = time.monotonic() - started
@@ -462,30 +494,42 @@ class Builder:
             report.skipped_files.append({"path": outcome.path, "reason": outcome.error})
         for warning in outcome.warnings:
             report.warnings.append({"path": outcome.path, "warning": warning})
+        if outcome.extractor:
+            report.extractors[outcome.path] = outcome.extractor
 
-    async def _load_and_split(self, work: _Work) -> tuple[LoadedDocument, list[Any], str]:
-        loaded = await asyncio.to_thread(load_file, work.found.path)
-        sha = await asyncio.to_thread(sha256_of, work.found.path)
-        chunks = await asyncio.to_thread(
-            split_document, loaded.text, self.llm.metadata.tokenizer, self.options.chunk_size,
-            self.options.chunk_overlap, loaded.page_starts or None,
+    def _parse_request(self, work: _Work) -> ParseRequest:
+        options = self.options
+        tokenizer = self.llm.metadata.tokenizer
+        cache = options.cache_dir or (cache_dir() / "text")
+        return ParseRequest(
+            path=str(work.found.path),
+            inside=str(work.inside) if work.inside is not None else None,
+            encoding=tokenizer.encoding.name,
+            margin=tokenizer.margin,
+            chunk_size=options.chunk_size,
+            chunk_overlap=options.chunk_overlap,
+            cache_dir=str(cache) if options.use_cache else None,
         )
-        return loaded, chunks, sha
+
+    async def _load_and_split(self, work: _Work) -> Parsed:
+        """Read (once), extract and split the file in a worker process."""
+        return await self._pool.parse(self._parse_request(work), str(work.found.path), work.size)
 
     async def _plan(self, work: _Work) -> FileOutcome:
         action = "update" if work.existing else "add"
         try:
-            loaded, chunks, _ = await self._load_and_split(work)
+            parsed = await self._load_and_split(work)
+            loaded, chunks = parsed.loaded, parsed.chunks
         except LoadError as exc:
             return FileOutcome(work.found.relpath, "failed", exc.reason)
         except Exception as exc:  # noqa: BLE001 - same rule as _process
-            return FileOutcome(work.found.relpath, "failed", _unexpected(exc))
+            return FileOutcome(work.found.relpath, "failed", unexpected_reason(exc))
         if work.resplit_only:
-            return FileOutcome(work.found.relpath, action, nodes=len(chunks))
+            return FileOutcome(work.found.relpath, action, nodes=len(chunks), extractor=loaded.extractor)
         calls = planned_calls(self.summarizer, self.query, [loaded.text]) or 0
         return FileOutcome(
             work.found.relpath, action, nodes=len(chunks), calls=calls,
-            prompt_tokens=self._planned_prompt_tokens(loaded.text, calls),
+            prompt_tokens=self._planned_prompt_tokens(loaded.text, calls), extractor=loaded.extractor,
         )
 
     def _planned_prompt_tokens(self, text: str, calls: int) -> int:
@@ -520,16 +564,17 @@ class Builder:
         rel = work.found.relpath
         root = str(work.found.root)
         try:
-            loaded, chunks, sha = await self._load_and_split(work)
+            parsed = await self._load_and_split(work)
+            loaded, chunks = parsed.loaded, parsed.chunks
         except LoadError as exc:
             return self._failed(root, rel, exc.reason)
         except Exception as exc:  # noqa: BLE001
             # A bug reading one odd file must not cost the other thousand
             # documents of the run: report it as this file's failure.
             log.debug("reading %s failed", rel, exc_info=True)
-            return self._failed(root, rel, _unexpected(exc))
+            return self._failed(root, rel, unexpected_reason(exc))
         if work.resplit_only and work.existing is not None:
-            return self._resplit(work, loaded, chunks, sha)
+            return self._resplit(work, parsed)
         try:
             with track_calls() as calls:
                 summary = await self.summarizer.aget_response(self.query, [loaded.text])
@@ -547,15 +592,17 @@ class Builder:
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             # A malformed answer the client did not catch: this document failed.
             log.debug("summarizing %s failed", rel, exc_info=True)
-            return self._failed(root, rel, f"summary failed: {_unexpected(exc)}")
+            return self._failed(root, rel, f"summary failed: {unexpected_reason(exc)}")
         tok = self.llm.metadata.tokenizer
         record = DocumentRecord(
             doc_id=work.doc_id,
             path=rel,
             root=root,
-            size=work.size,
-            mtime_ns=work.mtime_ns,
-            sha256=sha,
+            # From the same read as the text: a file rewritten during the
+            # build is seen as changed by the next one.
+            size=parsed.size,
+            mtime_ns=parsed.mtime_ns,
+            sha256=parsed.sha256,
             title=loaded.title,
             kind=loaded.kind,
             token_count=sum(c.token_count for c in chunks) if chunks else tok.count(loaded.text),
@@ -575,13 +622,14 @@ class Builder:
         self._recorded.update(id(c) for c in calls)  # committed: not to be written again
         return FileOutcome(
             rel, "updated" if work.existing else "added", nodes=len(nodes), calls=len(calls),
-            prompt_tokens=sum(c.prompt_tokens for c in calls), warnings=loaded.warnings,
+            prompt_tokens=sum(c.prompt_tokens for c in calls), warnings=loaded.warnings, extractor=loaded.extractor,
         )
 
-    def _resplit(self, work: _Work, loaded: LoadedDocument, chunks: list[Any], sha: str) -> FileOutcome:
+    def _resplit(self, work: _Work, parsed: Parsed) -> FileOutcome:
         """Only the split settings changed: new nodes, the stored summary and
         embedding kept (the summary reads the whole text, not the nodes)."""
         rel = work.found.relpath
+        loaded, chunks = parsed.loaded, parsed.chunks
         current = next((d for d in self.store.find_documents(work.doc_id) if d.doc_id == work.doc_id), None)
         if current is None:  # removed meanwhile (`docsum remove` does not take the lock)
             current = work.existing
@@ -589,9 +637,9 @@ class Builder:
         tok = self.llm.metadata.tokenizer
         record = dataclasses.replace(
             current,
-            size=work.size,
-            mtime_ns=work.mtime_ns,
-            sha256=sha,
+            size=parsed.size,
+            mtime_ns=parsed.mtime_ns,
+            sha256=parsed.sha256,
             token_count=sum(c.token_count for c in chunks) if chunks else tok.count(loaded.text),
             page_count=len(loaded.page_starts) or None,
             split_fingerprint=self.split_fp,
@@ -602,7 +650,7 @@ class Builder:
             for i, c in enumerate(chunks)
         ]
         self.store.put_document(record, nodes)
-        return FileOutcome(rel, "updated", nodes=len(nodes), warnings=loaded.warnings)
+        return FileOutcome(rel, "updated", nodes=len(nodes), warnings=loaded.warnings, extractor=loaded.extractor)
 
     async def _embed(self, text: str, rel: str = "", release_gate: Callable[[], None] | None = None) -> tuple[Any, str]:
         model = self.llm.metadata.embed_model
@@ -624,7 +672,7 @@ class Builder:
             # Summaries are the expensive part; do not throw one away because the
             # embedding endpoint failed or answered nonsense. Lexical vectors
             # keep retrieval working.
-            reason = str(exc) if isinstance(exc, LLMError) else _unexpected(exc)
+            reason = str(exc) if isinstance(exc, LLMError) else unexpected_reason(exc)
             log.warning("embedding failed%s (%s); storing lexical vectors for this summary", f" for {rel}" if rel else "", reason)
             return lexical_vectors([text])[0], LEXICAL_EMBED_MODEL
 
@@ -717,13 +765,6 @@ class _Breaker:
             f"(last: {self.last_error.removeprefix('summary failed: ')}); "
             f"{not_attempted} document(s) not attempted, the next build retries them"
         )
-
-
-def _unexpected(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    if len(text) > 160:
-        text = text[:159] + "…"
-    return f"unexpected error: {type(exc).__name__}: {text}" if text else f"unexpected error: {type(exc).__name__}"
 
 
 def _check_options(options: BuildOptions) -> None:

@@ -8,27 +8,18 @@ because one of them is odd.  Finding the files is docsum.discover's job.
 from __future__ import annotations
 
 import codecs
-import io
-import logging
+import hashlib
 import os
 import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from docsum.discover import printable_name
 from docsum.errors import LoadError, one_line, os_reason
 from docsum.formats import kind_for
 from docsum.markup import READERS as MARKUP_READERS
-
-if TYPE_CHECKING:
-    import pypdf
-
-# pypdf logs a warning for every small spec violation (hundreds for some real
-# files); they would drown docsum's own progress output.  Problems that matter
-# reach the user through LoadedDocument.warnings or LoadError instead.
-logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 _TITLE_MAX = 120
 # Share of control bytes (other than tab/newline/CR/FF/VT/ESC) above which a
@@ -47,40 +38,134 @@ class LoadedDocument:
     title: str
     kind: str  # a value of docsum.formats.SUPPORTED_SUFFIXES: "pdf", "text", "markdown", "html", ...
     warnings: list[str] = field(default_factory=list)
+    extractor: str = ""  # PDFs: the engine that produced the text ("pdfium" | "pypdf")
 
 
 # --------------------------------------------------------------------------- loading
 
 
-def load_file(path: Path) -> LoadedDocument:
+@dataclass(frozen=True)
+class FileContent:
+    """The bytes of one file and what describes them, all from one read: the
+    text, the hash, the size and the mtime a build stores always agree."""
+
+    data: bytes
+    sha256: str
+    size: int
+    mtime_ns: int
+
+
+# A file that changes while it is read is read again this many times before
+# it is reported as failed (the next build tries again).
+_READ_ATTEMPTS = 3
+_PROC_FD = Path("/proc/self/fd")
+_SWAPPED_OUTSIDE = "leads outside the build root (replaced by a symlink after the folder was scanned?); not read"
+
+
+def read_once(path: Path, inside: Path | None = None) -> FileContent:
+    """Read ``path`` once and describe exactly the bytes read.
+
+    With ``inside``, the file actually opened must lie under that folder: a
+    symlink swapped in after the folder was scanned is refused, not followed
+    (the check is made on the open file, so no later swap can change it).
+    A file that changes while it is read is read again; one that keeps
+    changing fails.  Every problem is a ``LoadError``.
+    """
+    label = str(path)
+    try:
+        # O_NONBLOCK: a FIFO swapped in after discovery must not block the open.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise LoadError(label, os_reason(exc)) from exc
+    try:
+        before = os.fstat(fd)
+        if stat.S_ISDIR(before.st_mode):
+            raise LoadError(label, "is a directory, not a file")
+        if not stat.S_ISREG(before.st_mode):
+            raise LoadError(label, "not a regular file")
+        if inside is not None:
+            _check_inside(label, fd, path, before, inside)
+        os.set_blocking(fd, True)
+        for _ in range(_READ_ATTEMPTS):
+            data = _read_all(fd)
+            after = os.fstat(fd)
+            if (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (len(data), before.st_mtime_ns, before.st_ctime_ns):
+                return FileContent(data, hashlib.sha256(data).hexdigest(), len(data), after.st_mtime_ns)
+            before = after
+        raise LoadError(label, "the file kept changing while it was read; the next build tries again")
+    except OSError as exc:
+        raise LoadError(label, os_reason(exc)) from exc
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
+    parts: list[bytes] = []
+    while block := os.read(fd, 1 << 20):
+        parts.append(block)
+    return b"".join(parts)
+
+
+def _check_inside(label: str, fd: int, path: Path, st: os.stat_result, inside: Path) -> None:
+    """Refuse an opened file that does not lie under ``inside``."""
+    try:
+        # The kernel's name for the open file: what was read, whatever the
+        # path resolves to now.
+        opened = os.readlink(_PROC_FD / str(fd))
+    except OSError:
+        # No /proc: resolve the path and make sure it names the same file.
+        opened = os.path.realpath(path)
+        try:
+            now = os.stat(opened)
+        except OSError:
+            now = None
+        if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            raise LoadError(label, "the file was replaced while it was opened; the next build tries again") from None
+    root = os.path.realpath(inside)
+    if os.path.commonpath([opened, root]) != root:
+        raise LoadError(label, _SWAPPED_OUTSIDE)
+
+
+# How each kind of document becomes text: a function of the file's path (for
+# messages and titles) and its bytes, raising LoadError for a bad file.  Kinds
+# without an entry are read as plain text.  Whatever is registered here runs
+# in the build's worker processes as is.
+Reader = Callable[[Path, bytes], LoadedDocument]
+
+
+def _read_pdf(path: Path, data: bytes) -> LoadedDocument:
+    from docsum.pdf import load_pdf  # PDF engines cost ~50 ms to import; `docsum ask` never needs them
+
+    return load_pdf(path, data)
+
+
+def _markup_reader(kind: str) -> Reader:
+    return lambda path, data: _load_markup(path, data, kind)
+
+
+READERS: dict[str, Reader] = {"pdf": _read_pdf, **{kind: _markup_reader(kind) for kind in MARKUP_READERS}}
+
+
+def load_file(path: Path, inside: Path | None = None) -> LoadedDocument:
     """Read one file into text; every per-file failure is a ``LoadError``."""
+    return load_content(path, read_once(path, inside))
+
+
+def load_content(path: Path, content: FileContent) -> LoadedDocument:
+    """Turn bytes already read from ``path`` into text (``LoadError`` only)."""
     kind = kind_for(path)
     if kind is None:
         raise LoadError(str(path), f"unsupported file type {path.suffix or '(no suffix)'!r}")
-    data = _read_bytes(path)
     try:
-        if kind == "pdf":
-            return _load_pdf(path, data)
-        if kind in MARKUP_READERS:
-            return _load_markup(path, data, kind)
-        return _load_text(path, data, kind)
+        reader = READERS.get(kind)
+        if reader is not None:
+            return reader(path, content.data)
+        return _load_text(path, content.data, kind)
     except LoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - the contract is "only LoadError escapes"
         raise LoadError(str(path), one_line(f"unexpected error: {type(exc).__name__}: {exc}")) from exc
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        st = os.stat(path)
-        if stat.S_ISDIR(st.st_mode):
-            raise LoadError(str(path), "is a directory, not a file")
-        if not stat.S_ISREG(st.st_mode):
-            raise LoadError(str(path), "not a regular file")
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise LoadError(str(path), os_reason(exc)) from exc
 
 
 def _normalise_newlines(text: str) -> str:
@@ -140,7 +225,7 @@ def _load_text(path: Path, data: bytes, kind: str) -> LoadedDocument:
         text = text[1:]
     if not text.strip():
         raise LoadError(str(path), "empty file: no text")
-    title = (_markdown_title(text) if kind == "markdown" else None) or _first_line_title(text) or _name_title(path)
+    title = (_markdown_title(text) if kind == "markdown" else None) or first_line_title(text) or name_title(path)
     return LoadedDocument(text=text, page_starts=[], title=title, kind=kind, warnings=warnings)
 
 
@@ -151,10 +236,10 @@ def _load_markup(path: Path, data: bytes, kind: str) -> LoadedDocument:
     if not any(ch.isalnum() for ch in text):
         raise LoadError(str(path), f"no text in this {kind} file")
     title = (
-        (_clip_title(extracted.title) if extracted.title and extracted.title.lower() not in _PLACEHOLDER_TITLES else None)
+        (clip_title(extracted.title) if extracted.title and extracted.title.lower() not in PLACEHOLDER_TITLES else None)
         or _markdown_title(text)
-        or _first_line_title(text)
-        or _name_title(path)
+        or first_line_title(text)
+        or name_title(path)
     )
     return LoadedDocument(text=text, page_starts=[], title=title, kind=kind, warnings=extracted.warnings)
 
@@ -166,7 +251,7 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.IGNORECASE)
 
 
-def _clip_title(raw: str) -> str:
+def clip_title(raw: str) -> str:
     title = " ".join(raw.split())
     if len(title) <= _TITLE_MAX:
         return title
@@ -198,7 +283,7 @@ def _markdown_title(text: str) -> str | None:
     lines = text.split("\n", 2000)[:2000]
     fm_title, body_start = _front_matter(lines)
     if fm_title:
-        return _clip_title(fm_title)
+        return clip_title(fm_title)
     in_fence = False
     for idx in range(body_start, len(lines)):
         line = lines[idx]
@@ -209,135 +294,27 @@ def _markdown_title(text: str) -> str | None:
             continue
         m = _ATX_HEADING.match(line)
         if m and m.group(1).strip():
-            return _clip_title(m.group(1))
+            return clip_title(m.group(1))
         # Setext heading: a text line underlined with === or ---.
         if idx + 1 < len(lines) and line.strip() and re.fullmatch(r" {0,3}(=+|-+)[ \t]*", lines[idx + 1]):
-            return _clip_title(line)
+            return clip_title(line)
     if body_start:
-        return _first_line_title("\n".join(lines[body_start:]))
+        return first_line_title("\n".join(lines[body_start:]))
     return None
 
 
-def _name_title(path: Path) -> str:
+def name_title(path: Path) -> str:
     """The file's name as a last-resort title, storable even when the name is not UTF-8."""
     return printable_name(path.stem)
 
 
-def _first_line_title(text: str) -> str | None:
+def first_line_title(text: str) -> str | None:
     # Lines of pure punctuation (rules, "* * *", extraction debris) make poor titles.
     for line in text.split("\n", 500)[:500]:
         if any(ch.isalnum() for ch in line):
-            return _clip_title(line)
+            return clip_title(line)
     return None
 
 
-_FILENAME_LIKE = re.compile(r".*\.(pdf|docx?|odt|rtf|txt|tex|dvi|ps|indd|pptx?|xlsx?|html?)$", re.IGNORECASE)
-_PLACEHOLDER_TITLES = frozenset({"title", "untitled", "untitled document", "document", "none", "unknown"})
-
-
-def _pdf_metadata_title(reader: pypdf.PdfReader) -> str | None:
-    try:
-        meta = reader.metadata
-        raw = meta.title if meta is not None else None
-    except Exception:  # noqa: BLE001 - metadata is optional; a broken Info dict must not fail the file
-        return None
-    if not isinstance(raw, str):
-        return None
-    title = " ".join(raw.split())
-    for prefix in ("Microsoft Word - ", "Microsoft PowerPoint - "):
-        if title.startswith(prefix):
-            title = title[len(prefix) :]
-    # Producers often store the source file name or a template placeholder.
-    if not title or title.lower() in _PLACEHOLDER_TITLES or _FILENAME_LIKE.fullmatch(title):
-        return None
-    return _clip_title(title)
-
-
-# --------------------------------------------------------------------------- PDF
-
-
-def _damaged(path: Path, exc: BaseException) -> LoadError:
-    cause = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    reason = "damaged PDF: " + cause
-    return LoadError(str(path), one_line(reason))
-
-
-def _open_pdf(path: Path, data: bytes) -> pypdf.PdfReader:
-    import pypdf  # here, not at the top: `docsum ask` never reads a PDF and pypdf costs ~50 ms to import
-
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
-        encrypted = reader.is_encrypted
-    except pypdf.errors.DependencyError as exc:
-        raise LoadError(str(path), _aes_reason()) from exc
-    except pypdf.errors.FileNotDecryptedError as exc:
-        raise LoadError(str(path), "encrypted PDF; needs a password") from exc
-    except Exception as exc:  # noqa: BLE001 - pypdf raises many types (incl. RecursionError) for damage
-        raise _damaged(path, exc) from exc
-    if encrypted:
-        try:
-            # Many PDFs are encrypted only to set permissions and open with an
-            # empty user password.
-            result = reader.decrypt("")
-        except pypdf.errors.DependencyError as exc:
-            raise LoadError(str(path), _aes_reason()) from exc
-        except Exception as exc:  # noqa: BLE001
-            raise _damaged(path, exc) from exc
-        if result == pypdf.PasswordType.NOT_DECRYPTED:
-            raise LoadError(str(path), "encrypted PDF; needs a password")
-    return reader
-
-
-def _aes_reason() -> str:
-    # pypdf needs the optional 'cryptography' package for AES; without it we
-    # cannot even try the empty password, so the password may or may not matter.
-    return "encrypted PDF (AES); needs a password or the 'cryptography' package to open"
-
-
-def _load_pdf(path: Path, data: bytes) -> LoadedDocument:
-    import pypdf  # here, not at the top: `docsum ask` never reads a PDF and pypdf costs ~50 ms to import
-
-    reader = _open_pdf(path, data)
-    warnings: list[str] = []
-    try:
-        pages = list(reader.pages)
-    except pypdf.errors.FileNotDecryptedError as exc:
-        raise LoadError(str(path), "encrypted PDF; needs a password") from exc
-    except Exception as exc:  # noqa: BLE001
-        raise _damaged(path, exc) from exc
-    if not pages:
-        raise LoadError(str(path), "damaged PDF: no pages")
-
-    texts: list[str] = []
-    failed: list[int] = []
-    for number, page in enumerate(pages, start=1):
-        try:
-            raw = page.extract_text() or ""
-        except pypdf.errors.FileNotDecryptedError as exc:
-            raise LoadError(str(path), "encrypted PDF; needs a password") from exc
-        except Exception as exc:  # noqa: BLE001 - one bad page must not cost the others
-            failed.append(number)
-            if len(failed) <= 3:
-                warnings.append(one_line(f"page {number}: text extraction failed ({type(exc).__name__}: {exc})"))
-            raw = ""
-        # NULs come from broken font encodings and would upset SQLite FTS and prompts.
-        texts.append(_normalise_newlines(raw).replace("\x00", "").strip())
-    if len(failed) > 3:
-        warnings.append(f"text extraction failed on {len(failed)} of {len(pages)} pages")
-    if len(failed) == len(pages):
-        raise LoadError(str(path), f"damaged PDF: text extraction failed on all {len(pages)} pages")
-
-    # Every page keeps its slot (an empty one if it failed) so page numbers
-    # in citations stay the real page numbers.
-    page_starts: list[int] = []
-    offset = 0
-    for idx, page_text in enumerate(texts):
-        if idx:
-            offset += 2  # the "\n\n" separator
-        page_starts.append(offset)
-        offset += len(page_text)
-    text = "\n\n".join(texts)
-    if not any(ch.isalnum() for ch in text):
-        raise LoadError(str(path), "no extractable text (scanned or image-only PDF?)")
-    title = _pdf_metadata_title(reader) or _first_line_title(text) or _name_title(path)
-    return LoadedDocument(text=text, page_starts=page_starts, title=title, kind="pdf", warnings=warnings)
+# Titles producers fill in by default; they say nothing about the document.
+PLACEHOLDER_TITLES = frozenset({"title", "untitled", "untitled document", "document", "none", "unknown"})

@@ -55,6 +55,14 @@ def config_dir() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
 
 
+def cache_dir() -> Path:
+    """Directory for caches (extracted text): $DOCSUM_HOME/cache, else the platform's user cache dir."""
+    home = docsum_home()
+    if home is not None:
+        return home / "cache"
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
 def validate_index_name(index: str) -> str:
     """Return `index` unchanged if it is a valid index name, else raise ValueError."""
     if not _INDEX_NAME.fullmatch(index) or index in {".", ".."}:

@@ -159,7 +159,19 @@ def test_damaged_pdfs_give_one_line_load_error_or_text(tmp_path: Path, data: byt
         assert doc.text.strip()
 
 
+def pdfium_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PDFium refuses every file, so the fallback extractor (pypdf) reads it."""
+    import pypdfium2
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise pypdfium2.PdfiumError("Failed to load document (PDFium: Data format error).")
+
+    monkeypatch.setattr(pypdfium2, "PdfDocument", refuse)
+
+
 def test_pypdf_recursion_error_is_a_damaged_pdf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pdfium_refuses(monkeypatch)
+
     def explode(*args: Any, **kwargs: Any) -> None:
         raise RecursionError("maximum recursion depth exceeded while calling a Python object\n(deep)")
 
@@ -171,6 +183,7 @@ def test_pypdf_recursion_error_is_a_damaged_pdf(tmp_path: Path, monkeypatch: pyt
 
 
 def test_failing_page_is_skipped_with_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pdfium_refuses(monkeypatch)
     real = pypdf.PageObject.extract_text
     calls = {"n": 0}
 
@@ -185,7 +198,9 @@ def test_failing_page_is_skipped_with_warning(tmp_path: Path, monkeypatch: pytes
     assert len(doc.page_starts) == 2  # the failed page keeps its slot
     assert doc.text[doc.page_starts[1] :].startswith("Second page")
     assert "March" not in doc.text
-    assert len(doc.warnings) == 1 and "page 1" in doc.warnings[0] and "\n" not in doc.warnings[0]
+    assert doc.extractor == "pypdf"
+    assert "PDFium could not open" in doc.warnings[0]
+    assert len(doc.warnings) == 2 and "page 1" in doc.warnings[1] and "\n" not in doc.warnings[1]
 
 
 def _manifest() -> list[dict[str, Any]]:
