@@ -55,7 +55,11 @@ def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
         info_id = 4 + 2 * len(pages)
         objects[info_id] = f"<< /Title {_pdf_string(title)} /Producer (docsum tests) >>".encode("latin-1")
         info_ref = f" /Info {info_id} 0 R"
+    return assemble_pdf(objects, info_ref)
 
+
+def assemble_pdf(objects: dict[int, bytes], trailer_extra: str = "") -> bytes:
+    """A PDF file of numbered `objects` (1 is the catalog) with a correct xref table."""
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets: dict[int, int] = {}
     for obj_id in sorted(objects):
@@ -66,7 +70,7 @@ def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
     out += b"xref\n0 %d\n0000000000 65535 f \n" % size
     for obj_id in range(1, size):
         out += b"%010d 00000 n \n" % offsets[obj_id]
-    out += f"trailer\n<< /Size {size} /Root 1 0 R{info_ref} >>\nstartxref\n{xref_at}\n%%EOF\n".encode()
+    out += f"trailer\n<< /Size {size} /Root 1 0 R{trailer_extra} >>\nstartxref\n{xref_at}\n%%EOF\n".encode()
     return bytes(out)
 
 

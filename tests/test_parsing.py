@@ -24,7 +24,7 @@ from docsum.extractive import ExtractiveLLM
 from docsum.load import load_file, read_once
 from docsum.pdf import PYPDF_LIMITS, load_pdf
 from helpers import EVAL_PDFS, run_cli, spawn_cli, stored_paths, subprocess_env, wait_for
-from test_load import TWO_PAGES, make_pdf, pdfium_refuses, write
+from test_load import TWO_PAGES, assemble_pdf, make_pdf, pdfium_refuses, write
 
 
 def pdf_with_content(content: bytes, to_unicode: bytes | None = None) -> bytes:
@@ -42,17 +42,7 @@ def pdf_with_content(content: bytes, to_unicode: bytes | None = None) -> bytes:
         objects[6] = b"<< /Length %d >>\nstream\n" % len(to_unicode) + to_unicode + b"\nendstream"
         font += b" /ToUnicode 6 0 R"
     objects[3] = font + b" >>"
-    out = bytearray(b"%PDF-1.4\n")
-    offsets: dict[int, int] = {}
-    for obj_id in sorted(objects):
-        offsets[obj_id] = len(out)
-        out += b"%d 0 obj\n" % obj_id + objects[obj_id] + b"\nendobj\n"
-    xref_at = len(out)
-    size = max(objects) + 1
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % size
-    out += b"".join(b"%010d 00000 n \n" % offsets[i] for i in range(1, size))
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (size, xref_at)
-    return bytes(out)
+    return assemble_pdf(objects)
 
 
 def hostile_pdf(elements: int) -> bytes:
