@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +45,8 @@ _BLANK_RUNS = re.compile(r"\n{3,}")
 # kilobytes of zip can unpack to gigabytes (a "zip bomb").  The largest real
 # reports and books stay far below it.
 DOCX_MAX_UNPACKED = 256 * 1024 * 1024
+# Word stores a text box twice: a modern copy and, under mc:Fallback, a legacy one.
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 _ZIP_MAGIC = b"PK\x03\x04"
 _OLE_MAGIC = bytes.fromhex("d0cf11e0a1b11ae1")
 _UTF_BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
@@ -165,12 +167,28 @@ def _check_unpacked_size(path: Path, data: bytes) -> None:
         )
 
 
+def _docx_blocks(document: Any) -> Iterator[Any]:
+    """Paragraphs and tables of the body in document order, including those
+    inside content controls (cover pages, tables of contents) and text boxes,
+    which python-docx's own iteration skips.  Paragraphs inside a table come
+    with their table; a text box's compatibility copy is not read twice."""
+    from docx.oxml.ns import qn
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    paragraph, table = qn("w:p"), qn("w:tbl")
+    for element in document.element.body.iter(paragraph, table):
+        if any(True for _ in element.iterancestors(table, _MC_FALLBACK)):
+            continue
+        yield Table(element, document) if element.tag == table else Paragraph(element, document)
+
+
 def _docx_text(document: Any) -> tuple[str, str | None]:
     from docx.table import Table
 
     blocks: list[str] = []
     heading: str | None = None
-    for item in document.iter_inner_content():
+    for item in _docx_blocks(document):
         if isinstance(item, Table):
             blocks.append(_docx_table(item))
             continue

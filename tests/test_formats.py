@@ -89,6 +89,31 @@ def test_docx_keeps_headings_paragraphs_lists_and_tables_in_order(tmp_path: Path
     assert load_file(write(tmp_path / "titled.docx", make_docx(title="Board pack"))).title == "Board pack"
 
 
+def test_docx_reads_content_controls_and_text_boxes_once(tmp_path: Path) -> None:
+    from docx.oxml import parse_xml
+
+    ns = (
+        'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" '
+        'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+        'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape"'
+    )
+    document = docx.Document()
+    document.add_paragraph("Body paragraph.")
+    body = document.element.body
+    # A cover page in a content control, as Word's templates make them.
+    body.insert(0, parse_xml(f'<w:sdt {ns}><w:sdtContent><w:p><w:r><w:t>Cover page text</w:t></w:r></w:p></w:sdtContent></w:sdt>'))
+    # A text box: the modern copy under mc:Choice, the legacy copy under mc:Fallback.
+    box = "<w:txbxContent><w:p><w:r><w:t>Boxed note</w:t></w:r></w:p></w:txbxContent>"
+    body.insert(2, parse_xml(
+        f"<w:p {ns}><w:r><mc:AlternateContent><mc:Choice Requires=\"wps\"><wps:txbx>{box}</wps:txbx></mc:Choice>"
+        f"<mc:Fallback><w:pict>{box}</w:pict></mc:Fallback></mc:AlternateContent></w:r></w:p>"
+    ))
+    buffer = io.BytesIO()
+    document.save(buffer)
+    doc = load_file(write(tmp_path / "boxed.docx", buffer.getvalue()))
+    assert doc.text == "Cover page text\n\nBody paragraph.\n\nBoxed note"
+
+
 def _zip(members: dict[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
