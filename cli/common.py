@@ -24,6 +24,7 @@ from docsum.config import Settings, load_settings, make_llm
 from docsum.errors import DocsumError, ExitCode, Interrupted
 from docsum.llm import LLM
 from docsum.paths import data_dir, resolve_store_path, validate_index_name
+from docsum.stores import StoreLocation, is_postgres, location_secrets
 
 T = TypeVar("T")
 
@@ -36,15 +37,19 @@ class Common:
     index: Optional[str]
     json: bool
 
-    def store_path(self) -> Path:
+    def store_path(self) -> StoreLocation:
+        """The store file, or a postgresql:// URL (kept a string: Path would fold its "//")."""
         if self.index is not None:
             # Validated even when --store wins: a typo is reported, not ignored.
             validate_index_name(self.index)
         if self.store:
-            return Path(self.store).expanduser()
+            return _location(self.store)
         if self.index:
             # An explicit --index beats $DOCSUM_STORE: flags win over the environment.
             return data_dir() / "indexes" / f"{validate_index_name(self.index)}.sqlite"
+        configured = self.settings.values.get("store")  # $DOCSUM_STORE, else config.toml
+        if configured:
+            return _location(str(configured))
         return resolve_store_path(None, None)
 
     def llm(self) -> LLM:
@@ -54,8 +59,12 @@ class Common:
         return llm
 
 
+def _location(text: str) -> StoreLocation:
+    return text.strip() if is_postgres(text) else Path(text).expanduser()
+
+
 _COMMON_PARAMS = [
-    inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option("--store", help="Store file (default: $DOCSUM_STORE, else the named index).", rich_help_panel="Common")]),
+    inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option("--store", help="Store file or postgresql:// URL (default: $DOCSUM_STORE, else the named index).", rich_help_panel="Common")]),
     inspect.Parameter("index", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option("--index", help="Named store under the docsum data directory (default: default).", rich_help_panel="Common")]),
     inspect.Parameter("llm_engine", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option("--llm", help="auto | openai | extractive.", rich_help_panel="Common")]),
     inspect.Parameter("model", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[Optional[str], typer.Option("--model", help="Chat model name.", rich_help_panel="Common")]),
@@ -106,6 +115,8 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
             if settings.api_key:
                 env.secrets.append(str(settings.api_key))
             common = Common(env, settings, picked["store"], picked["index"], picked["json_out"])
+            with contextlib.suppress(ValueError):  # a bad --index is reported by the command itself
+                env.secrets.extend(location_secrets(common.store_path()))
             code = func(common=common, **kwargs) or ExitCode.OK
         except Interrupted as exc:
             name = "SIGTERM" if exc.exit_code == ExitCode.SIGTERM else "SIGINT"

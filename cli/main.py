@@ -17,11 +17,11 @@ from cli.render import BuildProgress, print_answer, print_build_report
 from docsum.ask import AskOptions, ask as ask_question
 from docsum.build import BuildOptions, build as build_store
 from docsum.config import config_file_path
-from docsum.errors import ConfigError, ExitCode
+from docsum.errors import ConfigError, DocsumError, ExitCode
 from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
 from docsum.schema import ResponseStatus
-from docsum.store import Store
+from docsum.stores import DocumentStore, display_location, is_postgres, open_store, store_exists
 from docsum.synthesize import EMPTY_ANSWER_REASON, ResponseMode, load_synthesizer_class
 
 # What `docsum --help` says (the module docstring above is for developers).
@@ -212,11 +212,11 @@ def ask(
     return ExitCode.OK
 
 
-def _open_existing(common: Common) -> Store:
+def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:
     path = common.store_path()
-    if not path.exists():
-        raise ConfigError(f"no store at {path}; run `docsum build PATH` first")
-    return Store.open(path, create=False, readonly=True)
+    if not store_exists(path):
+        raise ConfigError(f"no store at {display_location(path)}; run `docsum build PATH` first")
+    return open_store(path, create=False, readonly=readonly)
 
 
 @app.command()
@@ -236,10 +236,10 @@ def summaries(*, common: Common) -> int:
     return ExitCode.OK
 
 
-def _find(store: Store, ref: str):  # type: ignore[no-untyped-def]
+def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
     matches = store.find_documents(ref)
     if not matches:
-        raise ConfigError(f"no document {ref!r} in {store.path}; see `docsum summaries`")
+        raise ConfigError(f"no document {ref!r} in {store.label}; see `docsum summaries`")
     if len(matches) > 1:
         names = ", ".join(f"{d.doc_id} ({d.path})" for d in matches[:5])
         raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id")
@@ -275,10 +275,7 @@ def show(doc: Annotated[str, typer.Argument(help="Document id or stored path.", 
 @with_common
 def remove(doc: Annotated[str, typer.Argument(help="Document id or stored path.", show_default=False)], *, common: Common) -> int:
     """Delete one document (its summary and nodes) from the store."""
-    path = common.store_path()
-    if not path.exists():
-        raise ConfigError(f"no store at {path}")
-    with Store.open(path, create=False) as store:
+    with _open_existing(common, readonly=False) as store:
         record = _find(store, doc)
         store.remove_document(record.doc_id)
     if common.json:
@@ -294,16 +291,34 @@ def config_show(*, common: Common) -> int:
     """Every effective setting and where its value came from (flag, environment,
     config file or default). Secrets are never shown."""
     rows = common.settings.describe()
-    store = str(common.store_path())
+    location = common.store_path()
+    store = display_location(location)
+    search = _vector_search(location)
     config = config_file_path()
     if common.json:
-        common.env.out_json({"store": store, "config_file": str(config), "config_file_exists": config.is_file(), "settings": rows})
+        common.env.out_json({"store": store, "store_backend": "postgresql" if is_postgres(location) else "sqlite",
+                             "vector_search": search, "config_file": str(config),
+                             "config_file_exists": config.is_file(), "settings": rows})
         return ExitCode.OK
     common.env.out(f"config file = {config}{'' if config.is_file() else '  (not found; defaults and environment apply)'}")
     common.env.out(f"store = {store}")
+    common.env.out(f"vector search = {search}")
     for row in rows:
         common.env.out(f"{row['name']} = {row['value']!r}  ({row['source']})")
     return ExitCode.OK
+
+
+def _vector_search(location: object) -> str:
+    """How `docsum ask` will score summary vectors with this store."""
+    if not is_postgres(location):  # type: ignore[arg-type]
+        return "in this process, from the SQLite store"
+    try:
+        if not store_exists(location):  # type: ignore[arg-type]
+            return "unknown until the store exists (run `docsum build`)"
+        with open_store(location, create=False, readonly=True) as store:  # type: ignore[arg-type]
+            return store.search_description()
+    except DocsumError as exc:
+        return f"unknown: {exc}"
 
 
 def _register_eval() -> None:

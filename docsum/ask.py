@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 from docsum.budget import PromptBudget
@@ -20,7 +19,7 @@ from docsum.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT,
 from docsum.corpus import StoreCorpus
 from docsum.retrieve import RETRIEVERS, Retrieval, SummaryCorpus, retrieve
 from docsum.schema import CallRecord, Node, NodeWithScore, Response, ResponseStatus, Usage
-from docsum.store import Store
+from docsum.stores import DocumentStore, StoreLocation, display_location, open_store
 from docsum.synthesize import BaseSynthesizer, ResponseMode, get_response_synthesizer, is_meta_answer, planned_calls
 
 log = logging.getLogger("docsum")
@@ -138,7 +137,7 @@ def make_synthesizer(llm: LLM | None, options: AskOptions, progress: Callable[[s
 
 
 async def ask(
-    store_path: Path,
+    store_path: StoreLocation,
     llm: LLM,
     question: str,
     options: AskOptions,
@@ -173,10 +172,13 @@ async def ask(
         POLISH_PROMPT.check({"query_str", "existing_answer", "context_msg"})
 
     try:
-        store = Store.open(store_path, create=False, readonly=True)
-    except FileNotFoundError:  # no file, or an empty one: nothing was ever stored
-        return _empty(question, options, f"no store at {store_path}; run `docsum build PATH` first", engine=llm.metadata.engine)
+        store = open_store(store_path, create=False, readonly=True)
+    except FileNotFoundError:  # no file, an empty one, or no docsum schema: nothing was ever stored
+        where = display_location(store_path)
+        return _empty(question, options, f"no store at {where}; run `docsum build PATH` first", engine=llm.metadata.engine)
     with store:
+        if explain is not None:
+            explain(f"store: {store.search_description()}")
         corpus = StoreCorpus.beside(store)
         if not corpus.size():
             return _empty(question, options, "the store has no documents; run `docsum build PATH` first", engine=llm.metadata.engine)
@@ -218,7 +220,7 @@ async def _stream_in_step(step: str, stream: AsyncIterator[str]) -> AsyncIterato
 
 
 async def _answer(
-    store: Store,
+    store: DocumentStore,
     llm: LLM,
     question: str,
     options: AskOptions,

@@ -37,12 +37,15 @@ from docsum.schema import CallRecord, Usage
 from docsum.split import split_document
 from docsum.lock import BuildLock
 from docsum.store import CallRow, DocumentRecord, NodeRecord, Store, make_doc_id
+from docsum.stores import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
 from docsum.synthesize import TreeSummarize, planned_calls
-from docsum.vectors import cache_path_for, refresh_vectors
+from docsum.vectors import refresh_vectors
 
 log = logging.getLogger("docsum")
 
 SPLITTER_VERSION = "1"
+# How often a builder looks again at documents another builder holds a claim on.
+CLAIM_POLL_SECONDS = 0.5
 READ_BLOCK = 1 << 20
 
 
@@ -98,6 +101,9 @@ class BuildReport:
     skipped_entries: list[SkippedFile] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
     extractors: dict[str, str] = field(default_factory=dict)  # path -> PDF engine, for PDFs read this run
+    # Documents this run found summarized by another builder sharing the store
+    # (counted as unchanged: this run did not pay for them).
+    done_elsewhere: int = 0
     model: str = ""
     num_output: int = 0
 
@@ -118,6 +124,7 @@ class BuildReport:
             "skipped_files": self.skipped_files + [{"path": s.path, "reason": s.reason} for s in self.skipped_entries],
             "warnings": self.warnings,
             "extractors": dict(sorted(self.extractors.items())),
+            "done_elsewhere": self.done_elsewhere,
         }
         if self.dry_run:
             out["dry_run"] = True
@@ -224,7 +231,7 @@ class _Reconciled:
 
 
 class Builder:
-    def __init__(self, store: Store, llm: LLM, options: BuildOptions, reporter: BuildReporter | None = None) -> None:
+    def __init__(self, store: DocumentStore, llm: LLM, options: BuildOptions, reporter: BuildReporter | None = None) -> None:
         self.store = store
         self.llm = llm
         self.options = options
@@ -356,7 +363,7 @@ class Builder:
 
     async def _run(self) -> BuildReport:
         started = time.monotonic()
-        report = BuildReport(str(self.store.path), dry_run=self.options.dry_run, model=self.llm.metadata.model, num_output=self.llm.metadata.num_output)
+        report = BuildReport(self.store.label, dry_run=self.options.dry_run, model=self.llm.metadata.model, num_output=self.llm.metadata.num_output)
         plan = await self.reconcile()
         todo, to_remove, known = plan.todo, plan.to_remove, plan.known
         report.skipped = plan.skipped
@@ -397,7 +404,8 @@ class Builder:
                 for doc_id, size, mtime_ns in plan.touched:
                     self.store.touch_document(doc_id, size, mtime_ns)
                 for doc in to_remove:
-                    self.store.remove_document(doc.doc_id)
+                    if not self._remove(doc):
+                        continue
                     outcome = FileOutcome(doc.path, "removed")
                     self._count(report, outcome)
                     self.reporter.file_done(outcome)
@@ -415,6 +423,7 @@ class Builder:
                 breaker = _Breaker()
 
                 deferred: list[_Work] = []
+                busy: list[_Work] = []  # claimed by another builder sharing the store
 
                 async def one(work: _Work) -> None:
                     await gate.acquire()
@@ -432,12 +441,23 @@ class Builder:
                         if breaker.tripped:
                             deferred.append(work)  # neither failed nor recorded
                             return
-                        embedder.enter()
+                        if not self.store.claim(work.doc_id):
+                            busy.append(work)  # another builder has it; looked at again below
+                            return
                         try:
                             with track_calls() as doc_calls:
-                                outcome = await self._process(work, release_gate)
+                                done = self._done_elsewhere(work)
+                                if done is not None:
+                                    outcome = done
+                                    report.done_elsewhere += 1
+                                else:
+                                    embedder.enter()
+                                    try:
+                                        outcome = await self._process(work, release_gate)
+                                    finally:
+                                        embedder.leave()
                         finally:
-                            embedder.leave()
+                            self.store.release_claim(work.doc_id)
                     finally:
                         release_gate()
                     # Usage is committed with the document, so it survives a crash.
@@ -453,6 +473,13 @@ class Builder:
                 # now. Each pass starts at least one document, so this ends.
                 while deferred and not breaker.tripped:
                     batch, deferred[:] = list(deferred), []
+                    await asyncio.gather(*(one(w) for w in batch))
+                # Documents other builders held: wait until each is stored by
+                # them (then it is done) or its claim is released or taken
+                # over (a dead builder's), and do it then.
+                while busy and not breaker.tripped:
+                    await asyncio.sleep(CLAIM_POLL_SECONDS)
+                    batch, busy[:] = list(busy), []
                     await asyncio.gather(*(one(w) for w in batch))
                 if breaker.tripped:
                     status = "aborted"
@@ -679,14 +706,38 @@ class Builder:
     def _embed_dim(self, model: str) -> int | None:
         """Size of the `model` vectors already in the store (None: none yet)."""
         if model not in self._embed_dims:
-            row = self.store.conn.execute(
-                "SELECT length(embedding) FROM documents WHERE embedding_model = ? AND embedding IS NOT NULL LIMIT 1",
-                (model,),
-            ).fetchone()
-            if row is None or not row[0]:
+            dim = self.store.embedding_dim(model)
+            if dim is None:
                 return None
-            self._embed_dims[model] = int(row[0]) // 4  # little-endian float32
+            self._embed_dims[model] = dim
         return self._embed_dims[model]
+
+    def _done_elsewhere(self, work: _Work) -> FileOutcome | None:
+        """With builders sharing the store: whether another one stored this
+        file, as it is now and with these settings, since this run looked
+        (then it is unchanged here, and costs nothing)."""
+        if not self.store.shared:
+            return None
+        current = next((d for d in self.store.find_documents(work.doc_id) if d.doc_id == work.doc_id), None)
+        if current is None or (current.size, current.mtime_ns) != (work.size, work.mtime_ns):
+            return None
+        if (current.summary_fingerprint, current.split_fingerprint) != (self.summary_fp, self.split_fp):
+            return None
+        return FileOutcome(work.found.relpath, "unchanged")
+
+    def _remove(self, doc: DocumentRecord) -> bool:
+        """Remove a vanished file's document. With builders sharing the store,
+        not when the file is back (another builder may have stored it after
+        this run looked) or another builder holds its claim."""
+        if not self.store.shared:
+            self.store.remove_document(doc.doc_id)
+            return True
+        if os.path.lexists(PurePosixPath(doc.root, doc.path)) or not self.store.claim(doc.doc_id):
+            return False
+        try:
+            return self.store.remove_document(doc.doc_id)
+        finally:
+            self.store.release_claim(doc.doc_id)
 
 
 class _StoredRoots:
@@ -790,29 +841,37 @@ def _check_paths(paths: list[Path]) -> None:
         raise ConfigError(f"unsupported file type: {', '.join(unsupported)} (docsum reads {kinds})")
 
 
-async def build(store_path: Path, llm: LLM, options: BuildOptions, reporter: BuildReporter | None = None) -> BuildReport:
-    """Reconcile the store at `store_path` with `options.paths`. Holds the
-    store's build lock for the whole run (a dry run takes no lock and writes
-    nothing)."""
+async def build(store_path: StoreLocation, llm: LLM, options: BuildOptions, reporter: BuildReporter | None = None) -> BuildReport:
+    """Reconcile the store at `store_path` (a file or a postgresql:// URL) with
+    `options.paths`. A SQLite store is held by its build lock for the whole
+    run; builders sharing a PostgreSQL store claim documents one by one
+    instead. A dry run takes no lock and writes nothing."""
     _check_options(options)
     if options.dry_run:
-        if not store_path.exists():
+        if not store_exists(store_path):
             # Plan against an empty scratch store: a dry run creates nothing.
             with tempfile.TemporaryDirectory(prefix="docsum-dry-run-") as scratch:
                 with Store.open(Path(scratch) / "plan.sqlite", create=True) as store:
                     report = await Builder(store, llm, options, reporter).run()
-            report.store = str(store_path)
+            report.store = display_location(store_path)
             return report
-        with Store.open(store_path, create=False, readonly=True) as store:
+        with open_store(store_path, create=False, readonly=True) as store:
             return await Builder(store, llm, options, reporter).run()
+    if is_postgres(store_path):
+        with open_store(store_path) as store:
+            return await _run_and_refresh(Builder(store, llm, options, reporter))
     # Refuse a file that is not a docsum store before the lock file is made
     # beside it: a refused --store leaves nothing behind.
-    Store.verify(store_path)
-    with BuildLock(store_path, options.wait_seconds):
-        with Store.open(store_path) as store:
-            report = await Builder(store, llm, options, reporter).run()
-            # Questions read vectors from this file; bring it up to date now
-            # rather than on the first question (an interrupted build leaves
-            # it behind, and the next question or build catches up).
-            refresh_vectors(store, cache_path_for(store.path))
-            return report
+    Store.verify(Path(store_path))
+    with BuildLock(Path(store_path), options.wait_seconds):
+        with open_store(store_path) as store:
+            return await _run_and_refresh(Builder(store, llm, options, reporter))
+
+
+async def _run_and_refresh(builder: Builder) -> BuildReport:
+    report = await builder.run()
+    # Questions read vectors from this file; bring it up to date now rather
+    # than on the first question (an interrupted build leaves it behind, and
+    # the next question or build catches up).
+    refresh_vectors(builder.store, builder.store.vectors_file)
+    return report

@@ -25,6 +25,8 @@ class SettingSpec:
     env: tuple[str, ...] = ()
     parse: Callable[[str], Any] = str
     secret: bool = False
+    # How the value is shown by `config show` (a store URL hides its password).
+    show: Callable[[Any], Any] | None = None
 
 
 def _positive_int(text: str) -> int:
@@ -43,7 +45,14 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+def _show_store(value: Any) -> Any:
+    from docsum.stores import display_location
+
+    return None if value is None else display_location(value)
+
+
 SPECS: list[SettingSpec] = [
+    SettingSpec("store", None, "Store file, or a postgresql:// URL for a store shared by a team (default: the named index). --store and --index win over it.", ("DOCSUM_STORE",), show=_show_store),
     SettingSpec("llm", "auto", "Which engine answers: auto (a server if a key or base URL is set, else offline), openai, or extractive (offline).", ("DOCSUM_LLM",), _choice("auto", "openai", "extractive")),
     SettingSpec("model", "gpt-4o-mini", "Chat model name on the server.", ("DOCSUM_MODEL",)),
     SettingSpec("embed_model", None, "Embedding model on the server; 'docsum-lexical-v1' uses offline lexical vectors. Default: text-embedding-3-small on OpenAI, lexical vectors elsewhere.", ("DOCSUM_EMBED_MODEL",)),
@@ -82,6 +91,8 @@ class Settings:
             value = self.values.get(spec.name)
             if spec.secret and value:
                 value = "(set)"
+            elif spec.show is not None:
+                value = spec.show(value)
             rows.append({"name": spec.name, "value": value, "source": self.sources.get(spec.name, "default"), "help": spec.help})
         return rows
 

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 from docsum.errors import ConfigError
 from docsum.retrieve import SummaryEntry, query_vector, score_by_embedding
-from docsum.store import DocumentRecord, Store
-from docsum.vectors import VectorView, cache_path_for, load_vectors
+from docsum.store import DocumentRecord
+from docsum.vectors import VectorView, load_vectors
 
 if TYPE_CHECKING:
+    from docsum.stores import DocumentStore
     import numpy as np
 
     from docsum.llm import LLM
@@ -30,16 +31,17 @@ class StoreCorpus:
     """A SummaryCorpus over an open store. `vectors_path` None: no vector
     file is read or written (every vector is fetched into memory)."""
 
-    def __init__(self, store: Store, vectors_path: Path | None) -> None:
+    def __init__(self, store: DocumentStore, vectors_path: Path | None) -> None:
         self.store = store
         self.vectors_path = vectors_path
         self._view: VectorView | None = None
         self._size: int | None = None
 
     @classmethod
-    def beside(cls, store: Store) -> StoreCorpus:
-        """The corpus of a store file, with its vector file beside it."""
-        return cls(store, cache_path_for(store.path))
+    def beside(cls, store: DocumentStore) -> StoreCorpus:
+        """The corpus of a store, with its vector file (beside a store file;
+        in the data directory for a PostgreSQL store)."""
+        return cls(store, store.vectors_file)
 
     def size(self) -> int:
         if self._size is None:

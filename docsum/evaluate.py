@@ -24,7 +24,8 @@ from docsum.llm import LLM, track_calls
 from docsum.prompts import JUDGE_PROMPT
 from docsum.retrieve import SummaryEntry, retrieve
 from docsum.schema import CallRecord, Usage
-from docsum.store import DocumentRecord, Store
+from docsum.store import DocumentRecord
+from docsum.stores import DocumentStore, StoreLocation, display_location, open_store, store_exists
 
 
 @dataclass
@@ -127,7 +128,7 @@ class EvalReport:
         return out
 
 
-async def chunk_baseline_scores(llm: LLM, store: Store, docs: list[DocumentRecord], questions: list[str]) -> tuple[list[str], np.ndarray]:
+async def chunk_baseline_scores(llm: LLM, store: DocumentStore, docs: list[DocumentRecord], questions: list[str]) -> tuple[list[str], np.ndarray]:
     """Score every node against every question with the same vectors the
     summaries use (lexical offline, the server's embeddings otherwise).
     Returns the node → document map and a (questions × nodes) score matrix."""
@@ -158,7 +159,7 @@ def rank_documents_by_nodes(owners: list[str], scores: np.ndarray) -> list[str]:
 
 
 async def evaluate(
-    store_path: Path,
+    store_path: StoreLocation,
     llm: LLM,
     questions: list[EvalQuestion],
     *,
@@ -174,13 +175,14 @@ async def evaluate(
     import time
 
     started = time.monotonic()
-    if not store_path.exists():
-        raise ConfigError(f"no store at {store_path}; run `docsum build` on the question set's folder first")
+    if not store_exists(store_path):
+        where = display_location(store_path)
+        raise ConfigError(f"no store at {where}; run `docsum build` on the question set's folder first")
     report = EvalReport(retriever, top_k)
-    with Store.open(store_path, create=False, readonly=True) as store, track_calls() as calls:
+    with open_store(store_path, create=False, readonly=True) as store, track_calls() as calls:
         docs = store.list_documents(with_embeddings=True)
         if not docs:
-            raise ConfigError(f"the store {store_path} has no documents")
+            raise ConfigError(f"the store {display_location(store_path)} has no documents")
         resolve = _Resolver(docs)
         entries = [SummaryEntry(d.doc_id, d.path, d.summary, d.embedding, d.embedding_model, d.title) for d in docs]
         path_of = {d.doc_id: d.path for d in docs}
@@ -238,7 +240,7 @@ async def evaluate(
 
 
 async def _score_answers(
-    store_path: Path, llm: LLM, questions: list[EvalQuestion], rows: list[dict[str, Any]], mode: str, retriever: str, top_k: int
+    store_path: StoreLocation, llm: LLM, questions: list[EvalQuestion], rows: list[dict[str, Any]], mode: str, retriever: str, top_k: int
 ) -> dict[str, Any]:
     """Ask every question in full and grade the answer: an LLM judge when a
     model is configured, token overlap with the reference otherwise."""

@@ -19,12 +19,13 @@ from docsum.ask import AskOptions, AskResult, ask
 from docsum.build import BuildOptions, BuildReport, build
 from docsum.errors import ConfigError
 from docsum.llm import LLM
-from docsum.store import Store
+from docsum.stores import StoreLocation, display_location, is_postgres, open_store
 
 
 class DocumentSummaryIndex:
-    def __init__(self, store_path: str | Path, llm: LLM, **build_defaults: Any) -> None:
-        self.store_path = Path(store_path)
+    def __init__(self, store_path: StoreLocation, llm: LLM, **build_defaults: Any) -> None:
+        # A postgresql:// URL stays a string (Path would fold its "//").
+        self.store_path: StoreLocation = store_path if is_postgres(store_path) else Path(store_path)
         self.llm = llm
         self.build_defaults = build_defaults
 
@@ -39,19 +40,19 @@ class DocumentSummaryIndex:
 
     def delete(self, doc: str) -> bool:
         """Remove a document by id or stored path; False if it is not there."""
-        with Store.open(self.store_path) as store:
+        with open_store(self.store_path) as store:
             record = store.get_document(doc)
             return bool(record) and store.remove_document(record.doc_id)
 
     def get_document_summary(self, doc: str) -> str:
-        with Store.open(self.store_path, create=False, readonly=True) as store:
+        with open_store(self.store_path, create=False, readonly=True) as store:
             record = store.get_document(doc)
         if record is None:
-            raise ConfigError(f"no document {doc!r} in {self.store_path}")
+            raise ConfigError(f"no document {doc!r} in {display_location(self.store_path)}")
         return record.summary
 
     def document_ids(self) -> list[str]:
-        with Store.open(self.store_path, create=False, readonly=True) as store:
+        with open_store(self.store_path, create=False, readonly=True) as store:
             return [d.doc_id for d in store.list_documents()]
 
     def query(self, question: str, **options: Any) -> AskResult:

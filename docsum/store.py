@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from docsum.errors import DocsumError, StoreVersionError
-from docsum.vectors import VectorChange, VectorChanges
+from docsum.vectors import VectorChange, VectorChanges, cache_path_for
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -186,9 +186,12 @@ _VECTOR_BATCH = 1024
 CallRow = tuple[int, str, str, int, int, float, bool]
 
 
-def _now() -> str:
+def utc_now() -> str:
     """UTC timestamp, ISO 8601 with seconds: sortable as text, readable in the CLI."""
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+_now = utc_now  # the name docsum.lock imports
 
 
 def make_doc_id(root: str, relpath: str) -> str:
@@ -232,7 +235,7 @@ class NodeRecord:
     token_count: int
 
 
-def _encode_embedding(embedding: np.ndarray) -> bytes:
+def encode_embedding(embedding: np.ndarray) -> bytes:
     # Explicit little-endian so a store copied between machines reads the same.
     arr = np.asarray(embedding, dtype="<f4")
     if arr.ndim != 1 or arr.size == 0:
@@ -243,7 +246,7 @@ def _encode_embedding(embedding: np.ndarray) -> bytes:
     return arr.tobytes()
 
 
-def _decode_embedding(blob: bytes | None) -> np.ndarray | None:
+def decode_embedding(blob: bytes | None) -> np.ndarray | None:
     if blob is None:
         return None
     # astype copies: frombuffer returns a read-only view of the bytes object.
@@ -273,16 +276,16 @@ def _split_statements(script: str) -> list[str]:
     return statements
 
 
-def _scrub_settings(value: Any) -> Any:
+def scrub_settings(value: Any) -> Any:
     """Copy of `value` without secret-looking keys, at any depth."""
     if isinstance(value, dict):
-        return {str(k): _scrub_settings(v) for k, v in value.items() if not _SECRET_KEY.search(str(k))}
+        return {str(k): scrub_settings(v) for k, v in value.items() if not _SECRET_KEY.search(str(k))}
     if isinstance(value, (list, tuple)):
-        return [_scrub_settings(v) for v in value]
+        return [scrub_settings(v) for v in value]
     return value
 
 
-def _dumps(value: Any) -> str:
+def dumps_json(value: Any) -> str:
     # default=str: settings may hold Paths or enums; a readable string beats a crash.
     return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
 
@@ -301,16 +304,48 @@ def _private_umask() -> Iterator[None]:
         os.umask(old)
 
 
-_DOC_COLUMNS = (
+DOC_COLUMNS = (
     "doc_id, path, root, size, mtime_ns, sha256, title, kind, token_count, page_count, "
     "split_fingerprint, summary_fingerprint, summary, summary_model, embedding, embedding_model, "
     "added_at, updated_at"
 )
 # Same columns without loading the embedding blobs (a few KB per document).
-_DOC_COLUMNS_NO_EMB = _DOC_COLUMNS.replace("embedding, embedding_model", "NULL, embedding_model")
+DOC_COLUMNS_NO_EMBEDDING = DOC_COLUMNS.replace("embedding, embedding_model", "NULL, embedding_model")
 
 
-def _row_to_document(row: sqlite3.Row | tuple[Any, ...]) -> DocumentRecord:
+def document_params(doc: DocumentRecord, added_at: str, updated_at: str) -> tuple[Any, ...]:
+    """The values of DOC_COLUMNS for `doc`, in order (both stores bind these)."""
+    embedding = None if doc.embedding is None else encode_embedding(doc.embedding)
+    return (
+        doc.doc_id, doc.path, doc.root, doc.size, doc.mtime_ns, doc.sha256, doc.title,
+        doc.kind, doc.token_count, doc.page_count, doc.split_fingerprint,
+        doc.summary_fingerprint, doc.summary, doc.summary_model, embedding,
+        doc.embedding_model if embedding is not None else None, added_at, updated_at,
+    )  # fmt: skip
+
+
+def node_params(node: NodeRecord) -> tuple[Any, ...]:
+    """The values of a nodes row for `node`, in column order."""
+    pages = json.dumps([int(p) for p in node.pages])
+    return (node.doc_id, node.seq, node.text, node.start_char, node.end_char, pages, node.token_count)
+
+
+def stack_embeddings(rows: Sequence[Sequence[Any]]) -> tuple[list[str], np.ndarray | None, str | None]:
+    """(doc_id, embedding blob, model) rows as Store.summary_matrix returns them."""
+    doc_ids = [r[0] for r in rows]
+    if not rows:
+        return doc_ids, None, None
+    models = {r[2] for r in rows if r[1] is not None}
+    model = next(iter(models)) if len(models) == 1 else None
+    if any(r[1] is None for r in rows) or len(models) != 1:
+        return doc_ids, None, model
+    vectors = [np.frombuffer(r[1], dtype="<f4") for r in rows]
+    if len({v.shape for v in vectors}) != 1:
+        return doc_ids, None, model
+    return doc_ids, np.stack(vectors).astype(np.float32, copy=False), model
+
+
+def document_from_row(row: sqlite3.Row | tuple[Any, ...]) -> DocumentRecord:
     (
         doc_id, path, root, size, mtime_ns, sha256, title, kind, token_count, page_count,
         split_fp, summary_fp, summary, summary_model, embedding, embedding_model, added_at, updated_at,
@@ -330,14 +365,14 @@ def _row_to_document(row: sqlite3.Row | tuple[Any, ...]) -> DocumentRecord:
         summary_fingerprint=summary_fp,
         summary=summary,
         summary_model=summary_model,
-        embedding=_decode_embedding(embedding),
+        embedding=decode_embedding(embedding),
         embedding_model=embedding_model,
         added_at=added_at,
         updated_at=updated_at,
     )
 
 
-def _row_to_node(row: tuple[Any, ...]) -> NodeRecord:
+def node_from_row(row: tuple[Any, ...]) -> NodeRecord:
     doc_id, seq, text, start_char, end_char, pages, token_count = row
     return NodeRecord(
         doc_id=doc_id,
@@ -560,6 +595,16 @@ class Store:
         self.close()
 
     @property
+    def label(self) -> str:
+        """The store as printed in reports and messages."""
+        return str(self.path)
+
+    @property
+    def shared(self) -> bool:
+        """One builder at a time (the build lock), so no claims are needed."""
+        return False
+
+    @property
     def schema_version(self) -> int:
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
 
@@ -586,9 +631,9 @@ class Store:
 
     def list_documents(self, with_embeddings: bool = False) -> list[DocumentRecord]:
         """All documents ordered by path (then root)."""
-        columns = _DOC_COLUMNS if with_embeddings else _DOC_COLUMNS_NO_EMB
+        columns = DOC_COLUMNS if with_embeddings else DOC_COLUMNS_NO_EMBEDDING
         rows = self.conn.execute(f"SELECT {columns} FROM documents ORDER BY path, root").fetchall()
-        return [_row_to_document(r) for r in rows]
+        return [document_from_row(r) for r in rows]
 
     def document_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
@@ -601,10 +646,10 @@ class Store:
         for start in range(0, len(unique), _IN_CHUNK):
             chunk = unique[start : start + _IN_CHUNK]
             rows = self.conn.execute(
-                f"SELECT {_DOC_COLUMNS_NO_EMB} FROM documents WHERE doc_id IN ({', '.join('?' * len(chunk))})", chunk
+                f"SELECT {DOC_COLUMNS_NO_EMBEDDING} FROM documents WHERE doc_id IN ({', '.join('?' * len(chunk))})", chunk
             ).fetchall()
             for row in rows:
-                doc = _row_to_document(row)
+                doc = document_from_row(row)
                 found[doc.doc_id] = doc
         return [found[d] for d in unique if d in found]
 
@@ -617,33 +662,33 @@ class Store:
         if not ref:
             return []
         conn = self.conn
-        row = conn.execute(f"SELECT {_DOC_COLUMNS} FROM documents WHERE doc_id = ?", (ref,)).fetchone()
+        row = conn.execute(f"SELECT {DOC_COLUMNS} FROM documents WHERE doc_id = ?", (ref,)).fetchone()
         if row is not None:
-            return [_row_to_document(row)]
+            return [document_from_row(row)]
 
         norm = ref.replace(os.sep, "/") if os.sep != "/" else ref
         if os.path.isabs(ref):
             # An absolute path names root + path exactly.
             rows = conn.execute(
-                f"SELECT {_DOC_COLUMNS} FROM documents WHERE root || '/' || path = ? ORDER BY path, root",
+                f"SELECT {DOC_COLUMNS} FROM documents WHERE root || '/' || path = ? ORDER BY path, root",
                 (norm,),
             ).fetchall()
-            return [_row_to_document(r) for r in rows]
+            return [document_from_row(r) for r in rows]
         while norm.startswith("./"):
             norm = norm[2:]
         rows = conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE path = ? ORDER BY path, root", (norm,)
+            f"SELECT {DOC_COLUMNS} FROM documents WHERE path = ? ORDER BY path, root", (norm,)
         ).fetchall()
         if rows:
-            return [_row_to_document(r) for r in rows]
+            return [document_from_row(r) for r in rows]
         # Suffix on a path-component boundary: "b.pdf" matches "x/b.pdf" but
         # not "xb.pdf". substr with a negative start counts characters, like len().
         suffix = "/" + norm
         rows = conn.execute(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE substr(path, ?) = ? ORDER BY path, root",
+            f"SELECT {DOC_COLUMNS} FROM documents WHERE substr(path, ?) = ? ORDER BY path, root",
             (-len(suffix), suffix),
         ).fetchall()
-        return [_row_to_document(r) for r in rows]
+        return [document_from_row(r) for r in rows]
 
     def get_document(self, ref: str) -> DocumentRecord | None:
         """The document `ref` names: its doc_id, its stored path (exact), an
@@ -664,8 +709,7 @@ class Store:
         for node in nodes:
             if node.doc_id != doc.doc_id:
                 raise ValueError(f"node {node.seq} belongs to {node.doc_id}, not {doc.doc_id}")
-        embedding = None if doc.embedding is None else _encode_embedding(doc.embedding)
-        now = _now()
+        now = utc_now()
         with self._write() as conn:
             existing = conn.execute(
                 "SELECT root, path, added_at FROM documents WHERE doc_id = ?", (doc.doc_id,)
@@ -679,7 +723,7 @@ class Store:
             added_at = doc.added_at or (existing[2] if existing is not None else now)
             conn.execute(
                 f"""
-                INSERT INTO documents ({_DOC_COLUMNS}) VALUES ({", ".join("?" * 18)})
+                INSERT INTO documents ({DOC_COLUMNS}) VALUES ({", ".join("?" * 18)})
                 ON CONFLICT(doc_id) DO UPDATE SET
                     path = excluded.path, root = excluded.root, size = excluded.size,
                     mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, title = excluded.title,
@@ -690,13 +734,8 @@ class Store:
                     embedding_model = excluded.embedding_model, added_at = excluded.added_at,
                     updated_at = excluded.updated_at
                 """,
-                (
-                    doc.doc_id, doc.path, doc.root, doc.size, doc.mtime_ns, doc.sha256, doc.title,
-                    doc.kind, doc.token_count, doc.page_count, doc.split_fingerprint,
-                    doc.summary_fingerprint, doc.summary, doc.summary_model, embedding,
-                    doc.embedding_model if embedding is not None else None, added_at, now,
-                ),
-            )  # fmt: skip
+                document_params(doc, added_at, now),
+            )
             # Replace, not merge: a re-split document may have fewer nodes.
             conn.execute("DELETE FROM nodes WHERE doc_id = ?", (doc.doc_id,))
             for node in nodes:
@@ -705,15 +744,7 @@ class Store:
                 conn.execute(
                     "INSERT INTO nodes (doc_id, seq, text, start_char, end_char, pages, token_count) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        node.doc_id,
-                        node.seq,
-                        node.text,
-                        node.start_char,
-                        node.end_char,
-                        json.dumps([int(p) for p in node.pages]),
-                        node.token_count,
-                    ),
+                    node_params(node),
                 )
             conn.execute("DELETE FROM failures WHERE root = ? AND path = ?", (doc.root, doc.path))
             for call in calls:
@@ -731,7 +762,7 @@ class Store:
 
     def update_embedding(self, doc_id: str, embedding: np.ndarray, model: str) -> None:
         """Set a document's summary embedding. KeyError if there is no such document."""
-        blob = _encode_embedding(embedding)
+        blob = encode_embedding(embedding)
         with self._write() as conn:
             cur = conn.execute(
                 "UPDATE documents SET embedding = ?, embedding_model = ? WHERE doc_id = ?",
@@ -758,7 +789,7 @@ class Store:
                 chunk,
             ).fetchall()
             for row in rows:
-                result[row[0]].append(_row_to_node(row))
+                result[row[0]].append(node_from_row(row))
         return result
 
     def summary_matrix(self) -> tuple[list[str], np.ndarray | None, str | None]:
@@ -774,17 +805,7 @@ class Store:
         rows = self.conn.execute(
             "SELECT doc_id, embedding, embedding_model FROM documents ORDER BY path, root"
         ).fetchall()
-        doc_ids = [r[0] for r in rows]
-        if not rows:
-            return doc_ids, None, None
-        models = {r[2] for r in rows if r[1] is not None}
-        model = next(iter(models)) if len(models) == 1 else None
-        if any(r[1] is None for r in rows) or len(models) != 1:
-            return doc_ids, None, model
-        vectors = [np.frombuffer(r[1], dtype="<f4") for r in rows]
-        if len({v.shape for v in vectors}) != 1:
-            return doc_ids, None, model
-        return doc_ids, np.stack(vectors).astype(np.float32, copy=False), model
+        return stack_embeddings(rows)
 
     def vector_changes(self, since: int) -> VectorChanges:
         """The documents whose summary vector changed after generation `since`
@@ -810,18 +831,42 @@ class Store:
                     return
                 last = rows[-1][0]
                 yield [
-                    VectorChange(doc_id, _decode_embedding(blob), model if blob is not None else None, bool(gone))
+                    VectorChange(doc_id, decode_embedding(blob), model if blob is not None else None, bool(gone))
                     for _seq, doc_id, gone, blob, model in rows
                 ]
 
         return VectorChanges(store_id, generation, count, batches())
+
+    def embedding_dim(self, model: str) -> int | None:
+        """Size of the `model` vectors already stored (None: none yet)."""
+        row = self.conn.execute(
+            "SELECT length(embedding) FROM documents WHERE embedding_model = ? AND embedding IS NOT NULL LIMIT 1",
+            (model,),
+        ).fetchone()
+        return int(row[0]) // 4 if row and row[0] else None  # little-endian float32
+
+    @property
+    def vectors_file(self) -> Path:
+        """Where questions keep the summary vectors of this store (docsum.vectors)."""
+        return cache_path_for(self.path)
+
+    def search_description(self) -> str:
+        return f"SQLite store {self.path}: summary vectors scored in this process"
+
+    def claim(self, doc_id: str) -> bool:
+        """Always granted: the build lock already makes this builder the only one."""
+        return True
+
+    def release_claim(self, doc_id: str) -> None:
+        return None
+
 
     # ------------------------------------------------------------------ failures
 
     def record_failure(self, root: str, path: str, error: str) -> int:
         """Remember that (root, path) failed; attempts counts consecutive runs.
         Returns the attempts so far (1 the first time)."""
-        now = _now()
+        now = utc_now()
         with self._write() as conn:
             conn.execute(
                 """
@@ -854,7 +899,7 @@ class Store:
         with self._write() as conn:
             cur = conn.execute(
                 "INSERT INTO runs (kind, started_at, status, settings) VALUES (?, ?, 'running', ?)",
-                (kind, _now(), _dumps(_scrub_settings(settings))),
+                (kind, utc_now(), dumps_json(scrub_settings(settings))),
             )
             return int(cur.lastrowid or 0)
 
@@ -866,7 +911,7 @@ class Store:
             cur = conn.execute(
                 "UPDATE runs SET status = 'killed', finished_at = COALESCE(finished_at, ?) "
                 "WHERE kind = ? AND status = 'running'",
-                (_now(), kind),
+                (utc_now(), kind),
             )
             return int(cur.rowcount)
 
@@ -890,7 +935,7 @@ class Store:
         conn.execute(
             "INSERT INTO calls (run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok, at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (run_id, kind, model, int(prompt_tokens), int(completion_tokens), float(seconds), int(ok), _now()),
+            (run_id, kind, model, int(prompt_tokens), int(completion_tokens), float(seconds), int(ok), utc_now()),
         )
 
     def finish_run(self, run_id: int, status: str, usage: dict[str, Any], documents: dict[str, Any]) -> None:
@@ -906,13 +951,13 @@ class Store:
                 "UPDATE runs SET finished_at = ?, status = ?, llm_calls = ?, prompt_tokens = ?, "
                 "completion_tokens = ?, usage = ?, documents = ? WHERE id = ?",
                 (
-                    _now(),
+                    utc_now(),
                     status,
                     int(usage.get("llm_calls", n)),
                     int(usage.get("prompt_tokens", p)),
                     int(usage.get("completion_tokens", c)),
-                    _dumps(_scrub_settings(usage)),
-                    _dumps(documents),
+                    dumps_json(scrub_settings(usage)),
+                    dumps_json(documents),
                     run_id,
                 ),
             )

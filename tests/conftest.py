@@ -75,3 +75,44 @@ def shared_dir() -> Iterator[Path]:
             if path.is_dir():
                 path.chmod(0o755)
         shutil.rmtree(folder)
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """One throwaway PostgreSQL server for the session (tests/pgserver.py).
+
+    Skips with the reason when no PostgreSQL binaries or no psycopg are found;
+    with DOCSUM_REQUIRE_POSTGRES=1 (CI) that is a failure instead."""
+    import os
+
+    from pgserver import PostgresServer, find_bindir
+
+    required = os.environ.get("DOCSUM_REQUIRE_POSTGRES") == "1"
+    problem = ""
+    bindir = find_bindir()
+    if bindir is None:
+        problem = "no PostgreSQL binaries (initdb) found: set DOCSUM_PG_BINDIR or install postgresql"
+    else:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            problem = "psycopg is not installed: pip install -e '.[test]'"
+    if problem:
+        if required:
+            pytest.fail(f"DOCSUM_REQUIRE_POSTGRES=1 but {problem}")
+        pytest.skip(problem)
+    assert bindir is not None
+    server = PostgresServer(bindir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: object) -> str:
+    """A superuser URL to a fresh, empty database."""
+    return pg_server.url(pg_server.new_database())  # type: ignore[attr-defined]

@@ -29,6 +29,7 @@ from docsum import store as store_mod  # noqa: E402
 from docsum.errors import DocsumError, ExitCode, StoreLockedError, StoreVersionError  # noqa: E402
 from docsum.paths import config_dir, data_dir, docsum_home, resolve_store_path  # noqa: E402
 from docsum.lock import BuildLock  # noqa: E402
+from docsum.stores import open_store  # noqa: E402
 from docsum.store import (  # noqa: E402
     MIGRATIONS,
     DocumentRecord,
@@ -74,10 +75,27 @@ def store_path(tmp_path: Path) -> Path:
     return tmp_path / "indexes" / "default.sqlite"
 
 
-@pytest.fixture
-def store(store_path: Path):
-    with Store.open(store_path) as s:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, store_path: Path):
+    """Each test of the store interface runs against both backends."""
+    location = str(store_path) if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    with open_store(location) as s:
         yield s
+
+
+# A broken constraint: sqlite3's own error, or the PostgreSQL store's one-line DocsumError.
+CONSTRAINT_ERRORS = (sqlite3.IntegrityError, DocsumError)
+
+
+def in_transaction(store: object) -> bool:
+    conn = store.conn  # type: ignore[attr-defined]
+    if isinstance(conn, sqlite3.Connection):
+        return conn.in_transaction
+    return conn.info.transaction_status != 0  # psycopg: 0 is IDLE
+
+
+def count_rows(store: object, table: str) -> int:
+    return int(store.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])  # type: ignore[attr-defined]
 
 
 def run_py(code: str, *args: str, **kwargs) -> subprocess.Popen[str]:
@@ -389,8 +407,8 @@ def test_update_embedding_and_summary_matrix(store: Store) -> None:
 @given(st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=64))
 def test_embedding_round_trip_is_exact(values: list[float]) -> None:
     vec = np.array(values, dtype=np.float32)
-    blob = store_mod._encode_embedding(vec)
-    np.testing.assert_array_equal(store_mod._decode_embedding(blob), vec)
+    blob = store_mod.encode_embedding(vec)
+    np.testing.assert_array_equal(store_mod.decode_embedding(blob), vec)
 
 
 def test_interrupted_put_leaves_no_partial_document(store: Store) -> None:
@@ -401,7 +419,7 @@ def test_interrupted_put_leaves_no_partial_document(store: Store) -> None:
     # duplicate seq violates the primary key.
     new = make_doc("a.txt", summary="new")
     dup = make_nodes(new, 2) + [make_nodes(new, 1)[0]]
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(CONSTRAINT_ERRORS):
         store.put_document(new, dup)
     # Fails with a non-database exception midway (unserialisable page number).
     broken = make_nodes(new, 3)
@@ -410,15 +428,15 @@ def test_interrupted_put_leaves_no_partial_document(store: Store) -> None:
         store.put_document(new, broken)
     # A brand new document that fails midway leaves nothing at all.
     fresh = make_doc("fresh.txt")
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(CONSTRAINT_ERRORS):
         store.put_document(fresh, make_nodes(fresh, 1) * 2)
 
-    assert not store.conn.in_transaction
+    assert not in_transaction(store)
     assert store.get_document("fresh.txt") is None
     kept = store.get_document(old.doc_id)
     assert kept is not None and kept.summary == "old"
     assert store.nodes_for([old.doc_id])[old.doc_id] == make_nodes(old, 2)
-    assert store.conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0] == 2
+    assert count_rows(store, "nodes") == 2
     # And the store still works afterwards.
     store.put_document(new, make_nodes(new, 1))
     assert store.get_document(old.doc_id).summary == "new"  # type: ignore[union-attr]
@@ -439,7 +457,7 @@ def test_interrupt_by_keyboard_interrupt_rolls_back(store: Store, monkeypatch: p
         store.put_document(doc, make_nodes(doc, 3))
     monkeypatch.undo()
     assert store.get_document(doc.doc_id) is None
-    assert store.conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0] == 0
+    assert count_rows(store, "nodes") == 0
 
 
 # ---------------------------------------------------------------- failures, runs, meta
@@ -503,6 +521,12 @@ def test_runs_and_calls_without_secrets(store: Store) -> None:
 
 
 def store_path_bytes(store: Store) -> bytes:
+    if not isinstance(store, Store):
+        # PostgreSQL: every row of every docsum table, as text.
+        tables = [r[0] for r in store.conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'docsum'").fetchall()]
+        rows = [r[0] for t in tables for r in store.conn.execute(f"SELECT t::text FROM docsum.{t} t").fetchall()]
+        return "\n".join(rows).encode("utf-8")
     # Committed data may still sit in the WAL; look at both files.
     wal = Path(str(store.path) + "-wal")
     return store.path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")

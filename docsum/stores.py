@@ -1,0 +1,133 @@
+"""One store interface, two implementations: a local SQLite file (the default,
+docsum.store) and a shared PostgreSQL database (docsum.pgstore).
+
+Everything above the store (build, ask, eval, the CLI) talks to `DocumentStore`
+and opens stores through `open_store`, so the pipeline exists once. A store is
+named by a *location*: a file path, or a `postgresql://` (or `postgres://`)
+connection string. The connection string may carry a password; `display_location`
+is the only form of it that is ever printed or stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from docsum.store import CallRow, DocumentRecord, NodeRecord, Store
+from docsum.vectors import VectorChanges
+
+StoreLocation = Path | str
+
+_PG_SCHEMES = ("postgresql://", "postgres://")
+# user:password@ in the authority part, and password=... as a keyword or query parameter.
+_URL_PASSWORD = re.compile(r"^(?P<head>[a-z]+://[^/@:?#]*):(?P<secret>[^@/?#]*)@", re.IGNORECASE)
+_PARAM_PASSWORD = re.compile(r"(?P<head>(?:^|[?&\s])password\s*=\s*)(?P<secret>'[^']*'|[^&\s]*)", re.IGNORECASE)
+
+
+def is_postgres(location: StoreLocation) -> bool:
+    """Whether `location` names a PostgreSQL store (a connection URL)."""
+    return isinstance(location, str) and location.strip().lower().startswith(_PG_SCHEMES)
+
+
+def display_location(location: StoreLocation) -> str:
+    """`location` fit for output: a connection string's password replaced by ***."""
+    text = str(location)
+    if not is_postgres(location):
+        return text
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}:***@", text)
+    return _PARAM_PASSWORD.sub(lambda m: f"{m.group('head')}***", text)
+
+
+def location_secrets(location: StoreLocation) -> list[str]:
+    """The passwords inside a connection string (for the CLI's output redaction)."""
+    if not is_postgres(location):
+        return []
+    text = str(location)
+    found = [m.group("secret") for m in _URL_PASSWORD.finditer(text)]
+    found += [m.group("secret").strip("'") for m in _PARAM_PASSWORD.finditer(text)]
+    secrets = [s for s in found if s]
+    try:  # the percent-decoded form is what a driver error would echo
+        from urllib.parse import unquote
+
+        secrets += [unquote(s) for s in secrets if unquote(s) != s]
+    except ValueError:
+        pass
+    return secrets
+
+
+@runtime_checkable
+class DocumentStore(Protocol):
+    """What build, ask and the CLI need from a store. `label` is the location as
+    printed (never with a password); `shared` is True when several builders may
+    work on the store at once (claims then decide who summarizes what)."""
+
+    readonly: bool
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def shared(self) -> bool: ...
+    @property
+    def schema_version(self) -> int: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> DocumentStore: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None: ...
+
+    # documents
+    def list_documents(self, with_embeddings: bool = False) -> list[DocumentRecord]: ...
+    def find_documents(self, ref: str) -> list[DocumentRecord]: ...
+    def get_document(self, ref: str) -> DocumentRecord | None: ...
+    def put_document(self, doc: DocumentRecord, nodes: list[NodeRecord], calls: Sequence[CallRow] = ()) -> None: ...
+    def touch_document(self, doc_id: str, size: int, mtime_ns: int) -> bool: ...
+    def update_embedding(self, doc_id: str, embedding: np.ndarray, model: str) -> None: ...
+    def remove_document(self, doc_id: str) -> bool: ...
+    def nodes_for(self, doc_ids: list[str]) -> dict[str, list[NodeRecord]]: ...
+    def summary_matrix(self) -> tuple[list[str], np.ndarray | None, str | None]: ...
+    def document_count(self) -> int: ...
+    def get_documents(self, doc_ids: list[str]) -> list[DocumentRecord]: ...
+    def embedding_dim(self, model: str) -> int | None: ...
+    def vector_changes(self, since: int) -> VectorChanges: ...
+    @property
+    def vectors_file(self) -> Path: ...
+    def search_description(self) -> str: ...
+
+    # claims: who summarizes a document when several builders share the store
+    def claim(self, doc_id: str) -> bool: ...
+    def release_claim(self, doc_id: str) -> None: ...
+
+    # failures, runs, meta
+    def record_failure(self, root: str, path: str, error: str) -> int: ...
+    def failures(self) -> list[dict[str, Any]]: ...
+    def clear_failure(self, root: str, path: str) -> None: ...
+    def start_run(self, kind: str, settings: dict[str, Any]) -> int: ...
+    def record_call(self, run_id: int, kind: str, model: str, prompt_tokens: int, completion_tokens: int, seconds: float, ok: bool) -> None: ...
+    def finish_run(self, run_id: int, status: str, usage: dict[str, Any], documents: dict[str, Any]) -> None: ...
+    def runs(self, limit: int = 20) -> list[dict[str, Any]]: ...
+    def calls(self, run_id: int) -> list[dict[str, Any]]: ...
+    def get_meta(self, key: str, default: Any = None) -> Any: ...
+    def set_meta(self, key: str, value: Any) -> None: ...
+    def integrity_ok(self) -> bool: ...
+
+
+def open_store(location: StoreLocation, *, create: bool = True, readonly: bool = False) -> DocumentStore:
+    """Open the store at `location` (a path or a postgresql:// URL); see Store.open
+    for create/readonly. psycopg is imported only here, only for PostgreSQL."""
+    if is_postgres(location):
+        from docsum.pgstore import PostgresStore
+
+        return PostgresStore.open(str(location), create=create, readonly=readonly)
+    return Store.open(Path(location), create=create, readonly=readonly)
+
+
+def store_exists(location: StoreLocation) -> bool:
+    """Whether a docsum store is at `location` (for PostgreSQL: its tables exist)."""
+    if is_postgres(location):
+        from docsum.pgstore import PostgresStore
+
+        return PostgresStore.exists(str(location))
+    return Path(location).exists()

@@ -1,0 +1,142 @@
+"""A throwaway PostgreSQL server for the tests (and bench/): a temporary data
+directory, a Unix socket plus 127.0.0.1 on a free port, stopped by its PID.
+
+initdb refuses to run as root, which is who runs CI; as root the server runs as
+the `postgres` system user (Debian's packages create it), otherwise as whoever
+runs the tests. The binaries come from $DOCSUM_PG_BINDIR, else `pg_config
+--bindir` on PATH, else the newest /usr/lib/postgresql/N/bin (Debian keeps
+them off PATH).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+TEST_ROLE = "docsum_tester"
+TEST_PASSWORD = "pg-S3cret-PLANTED-pw"
+
+
+def find_bindir() -> Path | None:
+    named = os.environ.get("DOCSUM_PG_BINDIR")
+    if named:
+        return Path(named) if (Path(named) / "initdb").exists() else None
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        try:
+            out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        if out and (Path(out) / "initdb").exists():
+            return Path(out)
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0)
+    return Path(found[-1]).parent if found else None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PostgresServer:
+    """Start with start(), stop with stop(); `url(db)` is a superuser URL over the socket."""
+
+    def __init__(self, bindir: Path) -> None:
+        self.bindir = bindir
+        self.base = Path(tempfile.mkdtemp(prefix="docsum-pg-"))
+        self.data = self.base / "data"
+        self.socket_dir = self.base / "sock"
+        self.port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._as_user: str | None = None
+        self._counter = 0
+
+    def _run_kwargs(self) -> dict[str, object]:
+        if self._as_user is None:
+            return {}
+        entry = pwd.getpwnam(self._as_user)
+        return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+    def start(self) -> None:
+        if os.geteuid() == 0:
+            self._as_user = "postgres"
+            entry = pwd.getpwnam("postgres")
+            os.chown(self.base, entry.pw_uid, entry.pw_gid)
+        self.socket_dir.mkdir()
+        if self._as_user:
+            entry = pwd.getpwnam(self._as_user)
+            os.chown(self.socket_dir, entry.pw_uid, entry.pw_gid)
+        kwargs = self._run_kwargs()
+        subprocess.run(
+            [str(self.bindir / "initdb"), "-D", str(self.data), "-U", "postgres", "-E", "UTF8", "--no-sync",
+             "--auth-local=trust", "--auth-host=scram-sha-256", "--locale=C"],
+            check=True, capture_output=True, cwd=self.base, **kwargs,  # type: ignore[arg-type]
+        )  # fmt: skip
+        log = open(self.base / "server.log", "wb")
+        self.proc = subprocess.Popen(
+            [str(self.bindir / "postgres"), "-D", str(self.data), "-p", str(self.port), "-k", str(self.socket_dir),
+             "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
+             "-c", "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=64MB"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.base,
+            start_new_session=True, **kwargs,  # type: ignore[arg-type]
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"postgres exited: {(self.base / 'server.log').read_text(errors='replace')[-2000:]}")
+            if (self.socket_dir / f".s.PGSQL.{self.port}").exists() and self._ready():
+                break
+            time.sleep(0.1)
+        else:
+            self.stop()
+            raise RuntimeError("postgres did not start within 30 s")
+        self.sql("postgres", f"CREATE ROLE {TEST_ROLE} LOGIN PASSWORD '{TEST_PASSWORD}'")
+
+    def _ready(self) -> bool:
+        result = subprocess.run(
+            [str(self.bindir / "pg_isready"), "-h", str(self.socket_dir), "-p", str(self.port), "-U", "postgres"],
+            capture_output=True,
+        )
+        return result.returncode == 0
+
+    def sql(self, db: str, statement: str) -> str:
+        result = subprocess.run(
+            [str(self.bindir / "psql"), "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", str(self.socket_dir),
+             "-p", str(self.port), "-U", "postgres", "-d", db, "-c", statement],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return result.stdout
+
+    def url(self, db: str) -> str:
+        return f"postgresql://postgres@/{db}?host={self.socket_dir}&port={self.port}"
+
+    def password_url(self, db: str) -> str:
+        """A URL over TCP with a password (scram-sha-256), as a team's server would take."""
+        return f"postgresql://{TEST_ROLE}:{TEST_PASSWORD}@127.0.0.1:{self.port}/{db}"
+
+    def new_database(self, owner: str = TEST_ROLE) -> str:
+        self._counter += 1
+        name = f"t{os.getpid()}_{self._counter}"
+        self.sql("postgres", f"CREATE DATABASE {name} OWNER {owner}")
+        return name
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGINT)  # "fast" shutdown
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc = None
+        shutil.rmtree(self.base, ignore_errors=True)
