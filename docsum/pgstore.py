@@ -162,7 +162,8 @@ PG_MIGRATIONS: list[str] = [
         prompt_tokens     BIGINT NOT NULL DEFAULT 0,
         completion_tokens BIGINT NOT NULL DEFAULT 0,
         usage             TEXT NOT NULL DEFAULT '{}',
-        documents         TEXT NOT NULL DEFAULT '{}'
+        documents         TEXT NOT NULL DEFAULT '{}',
+        backend_pid       INTEGER NOT NULL DEFAULT pg_backend_pid()  -- who runs it: alive while this backend is
     );
 
     CREATE TABLE calls (
@@ -556,6 +557,18 @@ class PostgresStore:
                 (kind, utc_now(), dumps_json(scrub_settings(settings))),
             ).fetchone()
         return int(row[0])
+
+    def close_abandoned_runs(self, kind: str) -> int:
+        """Mark runs of `kind` left 'running' by a builder that is gone (its
+        backend no longer exists) as 'killed'; other builders' live runs stay."""
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET status = 'killed', finished_at = COALESCE(finished_at, %s) "
+                "WHERE kind = %s AND status = 'running' "
+                "AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = runs.backend_pid)",
+                (utc_now(), kind),
+            )
+            return int(cur.rowcount)
 
     def record_call(
         self, run_id: int, kind: str, model: str, prompt_tokens: int, completion_tokens: int, seconds: float, ok: bool

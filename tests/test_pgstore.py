@@ -239,6 +239,8 @@ def test_builders_at_once_summarize_each_document_exactly_once(tmp_path: Path, p
     assert sum(r["documents"]["added"] for r in reports) == 24
     assert all(r["documents"]["added"] + r["documents"]["unchanged"] == 24 for r in reports)
     assert pg_count(pg_url) == 24 and pg_count(pg_url, "SELECT count(*) FROM claims") == 0
+    # No builder took another's live run for an abandoned one.
+    assert pg_count(pg_url, "SELECT count(*) FROM runs WHERE status = 'ok'") == 3
 
 
 def test_sigkill_mid_build_then_every_finished_document_is_stored_once_and_resume_does_the_rest(
@@ -273,6 +275,9 @@ def test_sigkill_mid_build_then_every_finished_document_is_stored_once_and_resum
     assert {m: c for m, c in second.items() if m in done} == {m: 0 for m in done}
     assert all(c == 1 for m, c in second.items() if m not in done)
     assert pg_count(pg_url) == n and pg_count(pg_url, "SELECT count(*) FROM claims") == 0
+    with open_store(pg_url, create=False, readonly=True) as store:
+        # The killed builder's run is closed as such by the next build.
+        assert [r["status"] for r in store.runs()] == ["ok", "killed"]
 
 
 def _stored_paths(url: str) -> list[str]:
