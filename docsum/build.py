@@ -645,7 +645,13 @@ class Builder:
             NodeRecord(work.doc_id, i, c.text, c.start_char, c.end_char, tuple(c.pages), c.token_count)
             for i, c in enumerate(chunks)
         ]
-        self.store.put_document(record, nodes, self._call_rows(calls))
+        try:
+            self.store.put_document(record, nodes, self._call_rows(calls))
+        except UnicodeEncodeError as exc:
+            # Text SQLite cannot hold (a lone surrogate from a server's JSON
+            # or a document) belongs to this document: it fails alone, the
+            # store is untouched (the write is one transaction) and the build goes on.
+            return self._failed(root, rel, f"cannot be stored: text with an invalid character ({exc.reason})")
         self._recorded.update(id(c) for c in calls)  # committed: not to be written again
         return FileOutcome(
             rel, "updated" if work.existing else "added", nodes=len(nodes), calls=len(calls),

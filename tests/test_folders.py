@@ -14,7 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from helpers import NOBODY, REPO, CliResult, as_nobody, cli_command, make_docs, run_cli, stored_paths, subprocess_env, write_file
+from fakeopenai import FakeOpenAI, Reply
+from helpers import (
+    NOBODY,
+    REPO,
+    CliResult,
+    as_nobody,
+    cli_command,
+    llm_args,
+    make_docs,
+    run_cli,
+    stored_paths,
+    subprocess_env,
+    write_file,
+)
 
 BAD_NAME = b"bad\xff\xfename.txt"
 
@@ -232,3 +245,17 @@ def test_skipped_files_are_counted_on_one_line_listed_with_v_and_in_json(tmp_pat
         (".secret.txt", "hidden"), ("a.xlsx", "unsupported"), ("b.xlsx", "unsupported"),
         ("c.png", "unsupported"), ("old.txt", "excluded"),
     ]
+
+
+def test_a_summary_sqlite_cannot_hold_fails_that_document_alone(tmp_path: Path, store: Path, fake_llm: FakeOpenAI) -> None:
+    folder = tmp_path / "docs"
+    make_docs(folder, 3)
+    # JSON may carry a lone surrogate ("\ud800"); SQLite cannot store it.
+    fake_llm.script(Reply(text="A summary with a lone \ud800 surrogate."))
+    result = run_cli("build", folder, "--store", store, "--concurrency", "1", *llm_args(fake_llm))
+    assert result.code == 3, result
+    failed = [line for line in result.stderr.splitlines() if line.startswith("docsum: failed")]
+    assert len(failed) == 1 and "cannot be stored: text with an invalid character" in failed[0], result
+    assert len(stored_paths(store)) == 2
+    again = run_cli("build", folder, "--store", store, *llm_args(fake_llm))  # retried: the server behaves now
+    assert again.code == 0 and len(stored_paths(store)) == 3, again
