@@ -4,6 +4,8 @@ import codecs
 import io
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import pytest
 from docsum.errors import LoadError
 from docsum.discover import discover
 from docsum.load import LoadedDocument, load_file
+from helpers import REPO, as_nobody, subprocess_env
 from helpers import write_file as write
 
 EVAL_PDFS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
@@ -307,17 +310,20 @@ def test_bom_encodings(tmp_path: Path, bom: bytes, codec: str) -> None:
     assert doc.warnings == []
 
 
-def test_unreadable_file(tmp_path: Path) -> None:
-    path = write(tmp_path / "secret.txt", "hidden away")
+def test_unreadable_file(shared_dir: Path) -> None:
+    path = write(shared_dir / "secret.txt", "hidden away")
     path.chmod(0)
-    try:
-        if os.access(path, os.R_OK):
-            pytest.skip("running with privileges that ignore file permissions")
-        with pytest.raises(LoadError) as excinfo:
-            load_file(path)
-        assert_one_line_error(excinfo, "permission denied")
-    finally:
-        path.chmod(0o644)
+    # Root reads any file: load it as the unprivileged user.
+    script = (
+        "import sys; from pathlib import Path; from docsum.errors import LoadError; from docsum.load import load_file\n"
+        "try:\n    load_file(Path(sys.argv[1]))\nexcept LoadError as exc:\n    print(exc.reason)"
+    )
+    proc = subprocess.run(
+        as_nobody([sys.executable, "-c", script, str(path)]),
+        env=subprocess_env(), capture_output=True, text=True, timeout=60, cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "permission denied\n"
 
 
 def test_vanished_file_and_directory(tmp_path: Path) -> None:
