@@ -29,7 +29,7 @@ from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.llm import LLM, estimated_cost, track_calls
 from docsum.discover import FoundFile, SkippedFile, discover, exclusion_spec, printable_name
 from docsum.formats import SUPPORTED_SUFFIXES
-from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Parsed, ParsePool, ParseRequest, unexpected_reason
+from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Parsed, ParsePool, ParseRequest, TextCache, unexpected_reason
 from docsum.paths import cache_dir
 from docsum.prompts import DEFAULT_SUMMARY_QUERY, SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
 from docsum.retrieve import summary_index_text
@@ -355,11 +355,17 @@ class Builder:
         options = self.options
         self._pool = ParsePool(options.jobs, options.parse_timeout_s, options.parse_memory_mb)
         try:
-            return await self._run()
+            report = await self._run()
         finally:
             # Also on SIGINT/SIGTERM (a cancellation): workers still parsing
             # are killed, not waited for.
             self._pool.close()
+        if options.use_cache:
+            await asyncio.to_thread(TextCache(self._cache_dir()).prune)
+        return report
+
+    def _cache_dir(self) -> Path:
+        return self.options.cache_dir or (cache_dir() / "text")
 
     async def _run(self) -> BuildReport:
         started = time.monotonic()
@@ -527,7 +533,7 @@ class Builder:
     def _parse_request(self, work: _Work) -> ParseRequest:
         options = self.options
         tokenizer = self.llm.metadata.tokenizer
-        cache = options.cache_dir or (cache_dir() / "text")
+        cache = self._cache_dir()
         return ParseRequest(
             path=str(work.found.path),
             inside=str(work.inside) if work.inside is not None else None,

@@ -38,6 +38,9 @@ from docsum.split import Chunk, split_document
 from docsum.tokens import Tokenizer, get_encoding
 
 DEFAULT_TIMEOUT_S = 300.0
+# The extracted-text cache is trimmed to this size (least recently used first)
+# after each build.
+CACHE_MAX_BYTES = 512 << 20
 # Plain-text files up to this size are read in the build's own process (see ParsePool.parse).
 IN_PROCESS_MAX_BYTES = 1 << 20
 DEFAULT_MEMORY_MB = 3072
@@ -136,7 +139,27 @@ class TextCache:
             and isinstance(doc.warnings, list) and all(isinstance(w, str) for w in doc.warnings)
         ):
             return None
+        with contextlib.suppress(OSError):
+            os.utime(self._entry(sha256, path))  # recently used: pruned last
         return doc
+
+    def prune(self, max_bytes: int = CACHE_MAX_BYTES) -> None:
+        """Delete the least recently used entries until the cache holds at most ``max_bytes``."""
+        entries: list[tuple[float, int, Path]] = []
+        try:
+            for entry in self.directory.glob("*/*.json.gz"):
+                with contextlib.suppress(OSError):
+                    st = entry.stat()
+                    entries.append((st.st_mtime, st.st_size, entry))
+        except OSError:
+            return
+        total = sum(size for _, size, _ in entries)
+        for _, size, entry in sorted(entries):
+            if total <= max_bytes:
+                break
+            with contextlib.suppress(OSError):
+                entry.unlink()
+                total -= size
 
     def put(self, sha256: str, path: Path, doc: LoadedDocument) -> None:
         entry = self._entry(sha256, path)

@@ -347,3 +347,20 @@ def test_jobs_one_builds_the_same(tmp_path: Path) -> None:
     assert one.code == two.code == 0
     assert one.json()["extractors"] == {f"r{i}.pdf": "pdfium" for i in range(4)}  # the engine, per document
     assert stored_paths(tmp_path / "one.sqlite") == stored_paths(tmp_path / "two.sqlite") == {f"r{i}.pdf" for i in range(4)}
+
+
+def test_the_cache_is_trimmed_least_recently_used_first(tmp_path: Path) -> None:
+    from docsum.load import LoadedDocument
+    from docsum.parsing import TextCache
+
+    cache = TextCache(tmp_path / "cache")
+    docs = {name: LoadedDocument(text=f"{name} " * 20_000, page_starts=[], title=name, kind="text") for name in ("a", "b", "c")}
+    for age, (name, doc) in enumerate(docs.items()):
+        cache.put(name * 64, Path(f"{name}.txt"), doc)
+        entry = next((tmp_path / "cache").rglob(f"{name * 64}.*"))
+        os.utime(entry, (1_000_000 + age, 1_000_000 + age))  # a oldest, c newest
+    assert cache.get("a" * 64, Path("a.txt")) is not None  # a is used again: now the newest
+    one_entry = next((tmp_path / "cache").rglob("*.json.gz")).stat().st_size
+    cache.prune(max_bytes=2 * one_entry + one_entry // 2)
+    kept = {name for name in docs if cache.get(name * 64, Path(f"{name}.txt")) is not None}
+    assert kept == {"a", "c"}
