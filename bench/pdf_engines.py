@@ -53,8 +53,9 @@ def _measure(engine: str, path: str, queue: multiprocessing.Queue) -> None:  # t
 
 
 def measure(engine: str, path: Path) -> dict:
-    queue: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
-    proc = multiprocessing.get_context("spawn").Process(target=_measure, args=(engine, str(path), queue))
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_measure, args=(engine, str(path), queue))
     proc.start()
     proc.join(600)
     if proc.is_alive():
