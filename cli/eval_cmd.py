@@ -10,15 +10,16 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.common import Common, run_async, with_common
-from docsum.errors import ExitCode
+from docsum.errors import ConfigError, ExitCode
 from docsum.evaluate import EvalReport, evaluate, load_questions
 from docsum.llm import estimated_cost
+from docsum.retrieve import RETRIEVERS, default_retriever
 
 
 @with_common
 def eval_command(
     questions: Annotated[Path, typer.Argument(help="JSON lines: id, question, answer, gold_docs, kind.", show_default=False)],
-    retriever: Annotated[Optional[str], typer.Option("--retriever", help="embedding | llm | hybrid [default: embedding].")] = None,
+    retrievers: Annotated[Optional[str], typer.Option("--retriever", help="A retriever, several separated by commas (the first is reported as 'summary'), or 'all' [default: fused offline, embedding with a server's embeddings].")] = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", min=1, help="Documents retrieved per question [default: 3].")] = None,
     baseline: Annotated[Optional[str], typer.Option("--baseline", help="Also evaluate a plain chunk retriever: 'chunks'.")] = None,
     answers: Annotated[bool, typer.Option("--answers", help="Also answer every question and grade the answers.")] = False,
@@ -32,11 +33,13 @@ def eval_command(
     (recall@k, precision@k, MRR@k, all-found@k; overall and per kind), optionally
     beside a chunk-retrieval baseline over the same nodes, and with --answers
     how often the full answer is right."""
+    names = _retriever_names(retrievers)
     items = load_questions(questions)
     if max_questions:
         items = items[:max_questions]
     settings = common.settings
     llm = common.llm()
+    names = names or [settings.retriever or default_retriever(llm)]
     store_path = common.store_path()
     env = common.env
 
@@ -47,7 +50,7 @@ def eval_command(
     report = run_async(
         lambda: evaluate(
             store_path, llm, items,
-            retriever=settings.retriever or "embedding", top_k=settings.top_k, baseline=baseline,
+            retriever=names[0], also=names[1:], top_k=settings.top_k, baseline=baseline,
             answers=answers, mode=mode, batch_size=settings.choice_batch_size, candidates=settings.candidates,
             progress=progress,
         )
@@ -61,6 +64,18 @@ def eval_command(
     return ExitCode.OK
 
 
+def _retriever_names(option: str | None) -> list[str]:
+    if option is None:
+        return []
+    if option.strip() == "all":
+        return list(RETRIEVERS)
+    names = [n.strip() for n in option.split(",") if n.strip()]
+    unknown = [n for n in names if n not in RETRIEVERS]
+    if unknown or not names:
+        raise ConfigError(f"--retriever: unknown retriever {unknown[0] if unknown else option!r}; choose from {', '.join(RETRIEVERS)} or 'all'")
+    return names
+
+
 def _print_table(common: Common, report: EvalReport, details: bool, model: str) -> None:
     env = common.env
     # The table is the result, so it goes to stdout (colour only on a terminal).
@@ -69,6 +84,8 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str) 
     for column in ("system", "kind", "n", "recall@k", "precision@k", "MRR@k", "all found"):
         table.add_column(column, justify="right" if column not in ("system", "kind") else "left")
     for system, kinds in report.summary.items():
+        if system == "summary" and len(report.summary) > 1:
+            continue  # the same figures appear under the retriever's name
         for kind, m in kinds.items():
             table.add_row(system, kind, str(m["n"]), f"{m['recall']:.3f}", f"{m['precision']:.3f}", f"{m['mrr']:.3f}", f"{m['all_found']:.3f}")
     console.print(table)

@@ -16,9 +16,10 @@ from cli.common import Common, run_async, with_common
 from cli.render import BuildProgress, print_answer, print_build_report
 from docsum.ask import AskOptions, ask as ask_question
 from docsum.build import BuildOptions, build as build_store
-from docsum.config import config_file_path
+from docsum.config import config_file_path, describe_embedder
 from docsum.errors import ConfigError, DocsumError, ExitCode
 from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+from docsum.retrieve import default_retriever
 from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
 from docsum.schema import ResponseStatus
 from docsum.stores import DocumentStore, display_location, is_postgres, open_store, store_exists
@@ -133,7 +134,7 @@ def _parse_vars(pairs: list[str]) -> dict[str, str]:
 def ask(
     question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
     mode: Annotated[str, typer.Option("--mode", help=f"Response mode: {', '.join(MODES)}.")] = "compact",
-    retriever: Annotated[Optional[str], typer.Option("--retriever", help="embedding | llm | hybrid [default: embedding].")] = None,
+    retriever: Annotated[Optional[str], typer.Option("--retriever", help="fused | embedding | bm25 | llm | hybrid [default: fused offline, embedding with a server's embeddings].")] = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", min=1, help="Documents to pick [default: 3].")] = None,
     choice_batch_size: Annotated[Optional[int], typer.Option("--choice-batch-size", min=1, help="Summaries per LLM choice call [default: 10].")] = None,
     candidates: Annotated[Optional[int], typer.Option("--candidates", min=1, help="Embedding shortlist for hybrid [default: 20].")] = None,
@@ -160,9 +161,10 @@ def ask(
     settings = common.settings
     env = common.env
     streaming = (env.stdout_isatty if stream is None else stream) and not common.json
+    llm = common.llm()
     options = AskOptions(
         mode=mode,
-        retriever=settings.retriever or "embedding",
+        retriever=settings.retriever or default_retriever(llm),
         top_k=settings.top_k,
         choice_batch_size=settings.choice_batch_size,
         candidates=settings.candidates,
@@ -178,7 +180,6 @@ def ask(
         variables=_parse_vars(var or []),
         stream=streaming,
     )
-    llm = common.llm()
     if custom is not None:
         options.synthesizer = custom(llm, streaming=streaming)
     store_path = common.store_path()
@@ -295,14 +296,16 @@ def config_show(*, common: Common) -> int:
     store = display_location(location)
     search = _vector_search(location)
     config = config_file_path()
+    embedder = describe_embedder(common.settings)
     if common.json:
         common.env.out_json({"store": store, "store_backend": "postgresql" if is_postgres(location) else "sqlite",
-                             "vector_search": search, "config_file": str(config),
+                             "vector_search": search, "embedder": embedder, "config_file": str(config),
                              "config_file_exists": config.is_file(), "settings": rows})
         return ExitCode.OK
     common.env.out(f"config file = {config}{'' if config.is_file() else '  (not found; defaults and environment apply)'}")
     common.env.out(f"store = {store}")
     common.env.out(f"vector search = {search}")
+    common.env.out(f"embedder = {embedder}")
     for row in rows:
         common.env.out(f"{row['name']} = {row['value']!r}  ({row['source']})")
     return ExitCode.OK

@@ -41,7 +41,7 @@ RESERVED_VARIABLES = frozenset({"query_str", "context_str", "context_msg", "exis
 @dataclass
 class AskOptions:
     mode: str = ResponseMode.COMPACT.value
-    retriever: str = "embedding"
+    retriever: str = "fused"
     top_k: int = 3
     choice_batch_size: int = 10
     candidates: int = 20
@@ -237,14 +237,19 @@ async def _answer(
     ))
     candidates = [
         {"doc_id": c.doc_id, "path": c.path, "score": c.score, "chosen": c.chosen, "summary": c.summary}
+        | ({"signals": c.signals} if c.signals else {})
         for c in found.candidates
     ]
-    documents = [{"doc_id": c.doc_id, "path": c.path, "score": c.score, "summary": c.summary} for c in found.chosen]
+    documents = [
+        {"doc_id": c.doc_id, "path": c.path, "score": c.score, "summary": c.summary} | ({"signals": c.signals} if c.signals else {})
+        for c in found.chosen
+    ]
     for c in found.candidates:
         first_line = c.summary.strip().splitlines()[0][:100] if c.summary.strip() else ""
         score = "  -  " if c.score is None else f"{c.score:.3f}"
         via = f" ({c.via})" if found.retriever == "hybrid" and c.via else ""
-        say(f"[{'x' if c.chosen else ' '}] {score}{via}  {c.path}: {first_line}")
+        signals = f" [{', '.join(f'{k} {v:g}' for k, v in c.signals.items())}]" if c.signals else ""
+        say(f"[{'x' if c.chosen else ' '}] {score}{via}{signals}  {c.path}: {first_line}")
     unlisted = corpus.size() - len(found.candidates)
     if unlisted > 0:
         say(f"... and {unlisted} lower-scored document(s) not listed")

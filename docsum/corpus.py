@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docsum.errors import ConfigError
+from docsum.evidence import DocumentEvidence, load_evidence
 from docsum.retrieve import SummaryEntry, query_vector, score_by_embedding
-from docsum.store import DocumentRecord
 from docsum.vectors import VectorView, load_vectors
 
 if TYPE_CHECKING:
@@ -21,10 +21,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from docsum.llm import LLM
-
-
-def _entry(doc: DocumentRecord) -> SummaryEntry:
-    return SummaryEntry(doc.doc_id, doc.path, doc.summary, doc.embedding, doc.embedding_model, doc.title)
 
 
 class StoreCorpus:
@@ -36,6 +32,7 @@ class StoreCorpus:
         self.vectors_path = vectors_path
         self._view: VectorView | None = None
         self._size: int | None = None
+        self._evidence: DocumentEvidence | None = None
 
     @classmethod
     def beside(cls, store: DocumentStore) -> StoreCorpus:
@@ -59,7 +56,7 @@ class StoreCorpus:
         if not uniform:
             # Some summaries lack a vector, or two models were mixed: the old
             # whole-store path, which says so in its notes.
-            entries = [_entry(d) for d in self.store.list_documents(with_embeddings=True)]
+            entries = [SummaryEntry.from_record(d) for d in self.store.list_documents(with_embeddings=True)]
             scores, notes = await score_by_embedding(llm, query, entries)
             return [e.doc_id for e in entries], scores, notes
         if view.doc_count() == 0:
@@ -75,7 +72,17 @@ class StoreCorpus:
         return ids, scores, []
 
     def entries(self, doc_ids: list[str]) -> list[SummaryEntry]:
-        return [_entry(d) for d in self.store.get_documents(doc_ids)]
+        return [SummaryEntry.from_record(d) for d in self.store.get_documents(doc_ids)]
+
+    def embedding_model(self) -> str | None:
+        model, _, uniform = self.vectors().shape()
+        return model if uniform else None
+
+    def bm25_evidence(self) -> DocumentEvidence:
+        """BM25 over summaries and nodes, kept beside the store (docsum.evidence)."""
+        if self._evidence is None:
+            self._evidence = load_evidence(self.store)
+        return self._evidence
 
     def all_entries(self) -> list[SummaryEntry]:
-        return [_entry(d) for d in self.store.list_documents()]
+        return [SummaryEntry.from_record(d) for d in self.store.list_documents()]

@@ -12,17 +12,19 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from docsum.ask import AskOptions, ask
 from docsum.errors import ConfigError
 from docsum.extractive import judge_by_overlap
-from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_scores, lexical_vectors
+from docsum.corpus import StoreCorpus
+from docsum.evidence import DocumentEvidence
+from docsum.lexical import LEXICAL_EMBED_MODEL
 from docsum.llm import LLM, track_calls
 from docsum.prompts import JUDGE_PROMPT
-from docsum.retrieve import SummaryEntry, retrieve
+from docsum.retrieve import RETRIEVERS, retrieve
 from docsum.schema import CallRecord, Usage
 from docsum.store import DocumentRecord
 from docsum.stores import DocumentStore, StoreLocation, display_location, open_store, store_exists
@@ -128,22 +130,20 @@ class EvalReport:
         return out
 
 
-async def chunk_baseline_scores(llm: LLM, store: DocumentStore, docs: list[DocumentRecord], questions: list[str]) -> tuple[list[str], np.ndarray]:
-    """Score every node against every question with the same vectors the
-    summaries use (lexical offline, the server's embeddings otherwise).
+async def chunk_baseline_scores(
+    llm: LLM, store: DocumentStore, docs: list[DocumentRecord], questions: list[str], evidence: DocumentEvidence
+) -> tuple[list[str], np.ndarray]:
+    """Score every node against every question: BM25 offline (the lexical
+    scorer), the server's embeddings when the summaries were embedded by it.
     Returns the node → document map and a (questions × nodes) score matrix."""
-    nodes = store.nodes_for([d.doc_id for d in docs])
-    owners: list[str] = []
-    texts: list[str] = []
-    for d in docs:
-        for n in nodes[d.doc_id]:
-            owners.append(d.doc_id)
-            texts.append(n.text)
     model = next((d.embedding_model for d in docs if d.embedding_model), LEXICAL_EMBED_MODEL)
     if model == LEXICAL_EMBED_MODEL or llm.metadata.embed_model != model:
-        matrix = lexical_vectors(texts)
-        scores = np.vstack([lexical_scores(q, matrix) for q in lexical_vectors(questions)]) if texts else np.zeros((len(questions), 0))
-        return owners, scores
+        owners = [evidence.doc_ids[i] for i in evidence.node_owner.tolist()]
+        rows = [evidence.node_scores(q) for q in questions]
+        return owners, np.vstack(rows) if owners else np.zeros((len(questions), 0))
+    nodes = store.nodes_for([d.doc_id for d in docs])
+    owners = [d.doc_id for d in docs for _ in nodes[d.doc_id]]
+    texts = [n.text for d in docs for n in nodes[d.doc_id]]
     node_vecs = await llm.aembed(texts)
     query_vecs = await llm.aembed(questions)
     return owners, query_vecs @ node_vecs.T
@@ -163,7 +163,7 @@ async def evaluate(
     llm: LLM,
     questions: list[EvalQuestion],
     *,
-    retriever: str = "embedding",
+    retriever: str = "fused",
     top_k: int = 3,
     baseline: str | None = None,
     answers: bool = False,
@@ -171,7 +171,11 @@ async def evaluate(
     batch_size: int = 10,
     candidates: int = 20,
     progress: Callable[[int, int], None] | None = None,
+    also: Sequence[str] = (),
 ) -> EvalReport:
+    """Retrieval metrics of `retriever` (reported as system "summary" and
+    under its own name) and of each retriever in `also` (under its name),
+    beside the chunk baseline with baseline="chunks"."""
     import time
 
     started = time.monotonic()
@@ -184,7 +188,6 @@ async def evaluate(
         if not docs:
             raise ConfigError(f"the store {display_location(store_path)} has no documents")
         resolve = _Resolver(docs)
-        entries = [SummaryEntry(d.doc_id, d.path, d.summary, d.embedding, d.embedding_model, d.title) for d in docs]
         path_of = {d.doc_id: d.path for d in docs}
         gold_sets: list[set[str]] = []
         for q in questions:
@@ -197,25 +200,42 @@ async def evaluate(
                     ids.add(doc_id)
             gold_sets.append(ids)
 
+        names = list(dict.fromkeys([retriever, *also]))
+        unknown = [n for n in names if n not in RETRIEVERS]
+        if unknown:
+            raise ConfigError(f"unknown retriever {unknown[0]!r}; choose from {', '.join(RETRIEVERS)} or 'all'")
+        # One corpus for every question and retriever: the vectors and the
+        # BM25 evidence are read (or built) once.
+        corpus = StoreCorpus(store, None)
+
         done = 0
         gate = asyncio.Semaphore(max(1, llm.concurrency))
 
-        async def one(i: int, q: EvalQuestion) -> dict[str, Any]:
+        async def one(i: int, q: EvalQuestion, name: str) -> tuple[dict[str, float], list[str]]:
             nonlocal done
             async with gate:
-                found = await retrieve(retriever, llm, q.question, entries, top_k=top_k, batch_size=batch_size, candidates=candidates)
+                found = await retrieve(name, llm, q.question, corpus, top_k=top_k, batch_size=batch_size, candidates=candidates)
             chosen = [c.doc_id for c in found.chosen]
             rest = [c.doc_id for c in found.candidates if c.doc_id not in chosen and c.score is not None and c.score > 0]
             metrics = retrieval_metrics(chosen + rest, gold_sets[i], top_k)
             metrics["recall"] = retrieval_metrics(chosen, gold_sets[i], top_k)["recall"]
             done += 1
             if progress:
-                progress(done, len(questions))
-            return {"id": q.id, "kind": q.kind, "gold": sorted(path_of[g] for g in gold_sets[i]), "retrieved": [path_of[d] for d in chosen], "summary": metrics}
+                progress(done, len(questions) * len(names))
+            return metrics, chosen
 
-        rows = await asyncio.gather(*(one(i, q) for i, q in enumerate(questions)))
+        rows: list[dict[str, Any]] = [
+            {"id": q.id, "kind": q.kind, "gold": sorted(path_of[g] for g in gold_sets[i])} for i, q in enumerate(questions)
+        ]
+        for name in names:
+            results = await asyncio.gather(*(one(i, q, name) for i, q in enumerate(questions)))
+            for row, (metrics, chosen) in zip(rows, results):
+                row[name] = metrics
+                if name == retriever:
+                    row["summary"] = metrics
+                    row["retrieved"] = [path_of[d] for d in chosen]
         if baseline == "chunks":
-            owners, scores = await chunk_baseline_scores(llm, store, docs, [q.question for q in questions])
+            owners, scores = await chunk_baseline_scores(llm, store, docs, [q.question for q in questions], corpus.bm25_evidence())
             for i, row in enumerate(rows):
                 ranked = rank_documents_by_nodes(owners, scores[i]) if scores.size else []
                 row["chunks_retrieved"] = [path_of[d] for d in ranked[:top_k]]
@@ -228,7 +248,7 @@ async def evaluate(
         report.details = list(rows)
         report.calls = list(calls)
 
-    systems = ["summary"] + (["chunks"] if baseline == "chunks" else [])
+    systems = ["summary", *names] + (["chunks"] if baseline == "chunks" else [])
     for system in systems:
         per_kind: dict[str, list[dict[str, float]]] = {"all": []}
         for row in rows:

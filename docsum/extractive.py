@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator
 
 import numpy as np
 
+from docsum.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.lexical import LEXICAL_EMBED_MODEL, key_dates, key_terms, lexical_vectors, sentences, terms
 from docsum.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.prompts import (
@@ -42,14 +43,17 @@ class ExtractiveLLM(LLM):
     # differently, so stores re-summarize instead of keeping stale ones.
     version = "8"
 
-    def __init__(self, context_window: int | None = None, num_output: int | None = None, concurrency: int = 8) -> None:
+    def __init__(
+        self, context_window: int | None = None, num_output: int | None = None, concurrency: int = 8,
+        embed_model: str = LEXICAL_EMBED_MODEL,
+    ) -> None:
         metadata = LLMMetadata(
             model=EXTRACTIVE_MODEL,
             context_window=context_window or DEFAULT_CONTEXT_WINDOW,
             num_output=num_output or DEFAULT_NUM_OUTPUT,
             tokenizer=tokenizer_for_model("gpt-4"),
             engine="extractive",
-            embed_model=LEXICAL_EMBED_MODEL,
+            embed_model=embed_model,  # lexical vectors, or the local embedder
         )
         super().__init__(metadata, concurrency)
 
@@ -74,6 +78,8 @@ class ExtractiveLLM(LLM):
             yield word if i == 0 else " " + word
 
     async def aembed(self, texts: list[str]) -> np.ndarray:
+        if self.metadata.embed_model == LOCAL_EMBED_MODEL:
+            return await embed_locally(texts)
         return lexical_vectors(texts)
 
     # -- one job per prompt kind --------------------------------------------

@@ -26,6 +26,7 @@ import numpy as np
 
 from docsum.errors import ContextLengthError, LLMError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
+from docsum.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.prompts import PromptTemplate
 from docsum.schema import CallRecord
 from docsum.tokens import Tokenizer, tokenizer_for_model
@@ -397,6 +398,8 @@ class OpenAILLM(LLM):
         self._record_usage(template.kind, messages, "".join(parts), usage, time.monotonic() - started)
 
     async def aembed(self, texts: list[str]) -> np.ndarray:
+        if self.metadata.embed_model == LOCAL_EMBED_MODEL:
+            return await embed_locally(texts)
         import openai
 
         if self.metadata.embed_model == LEXICAL_EMBED_MODEL:

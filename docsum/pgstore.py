@@ -332,6 +332,13 @@ class PostgresStore:
     def document_count(self) -> int:
         return int(self._rows("SELECT count(*) FROM documents")[0][0])
 
+    def document_versions(self) -> list[tuple[str, str]]:
+        """(doc_id, version) of every document, by doc_id; see Store.document_versions."""
+        rows = self._rows(
+            "SELECT doc_id, path, title, sha256, split_fingerprint, summary_fingerprint, updated_at FROM documents ORDER BY doc_id"
+        )
+        return [(r[0], "\x1f".join(str(v) for v in r[1:])) for r in rows]
+
     def get_documents(self, doc_ids: list[str]) -> list[DocumentRecord]:
         """The named documents without their embeddings, in the order named; unknown ids left out."""
         unique = list(dict.fromkeys(doc_ids))

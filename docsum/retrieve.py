@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 
@@ -25,9 +25,13 @@ from docsum.llm import LLM
 from docsum.prompts import CHOICE_SELECT_PROMPT, PromptTemplate
 from docsum.split import iter_split_tokens
 
+if TYPE_CHECKING:
+    from docsum.evidence import DocumentEvidence
+    from docsum.store import DocumentRecord
+
 log = logging.getLogger("docsum")
 
-RETRIEVERS = ("embedding", "llm", "hybrid")
+RETRIEVERS = ("fused", "embedding", "bm25", "llm", "hybrid")
 
 
 def summary_index_text(path: str, title: str, summary: str) -> str:
@@ -54,6 +58,10 @@ class SummaryEntry:
     def index_text(self) -> str:
         return summary_index_text(self.path, self.title, self.summary)
 
+    @classmethod
+    def from_record(cls, doc: DocumentRecord) -> SummaryEntry:
+        return cls(doc.doc_id, doc.path, doc.summary, doc.embedding, doc.embedding_model, doc.title)
+
 
 @dataclass
 class Candidate:
@@ -63,6 +71,8 @@ class Candidate:
     score: float | None = None
     chosen: bool = False
     via: str = ""  # which retriever scored it
+    # The fused retriever's raw evidence, by name (see FUSED_SIGNALS).
+    signals: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -326,6 +336,18 @@ def fit_batches(llm: LLM, template: PromptTemplate, texts: list[str], batch_size
 # ---------------------------------------------------------------------------
 # Retrievers.
 
+def default_retriever(llm: LLM) -> str:
+    """`fused` unless the summaries are embedded by a server's model: offline
+    vectors (lexical, or the small local model) rank worse alone than fused
+    with BM25 node evidence, while a server's embedding model on its own is the
+    reference system's retriever."""
+    from docsum.localembed import LOCAL_EMBED_MODEL
+
+    if llm.metadata.extractive or llm.metadata.embed_model in (LEXICAL_EMBED_MODEL, LOCAL_EMBED_MODEL):
+        return "fused"
+    return "embedding"
+
+
 async def query_vector(llm: LLM, query: str, model: str | None) -> np.ndarray:
     if model == LEXICAL_EMBED_MODEL or model is None:
         return lexical_vectors([query])[0]
@@ -355,6 +377,14 @@ class SummaryCorpus(Protocol):
 
     def all_entries(self) -> list[SummaryEntry]: ...
 
+    def embedding_model(self) -> str | None:
+        """The one model every summary vector comes from, else None."""
+        ...
+
+    def bm25_evidence(self) -> DocumentEvidence:
+        """BM25 over every document's summary and nodes (see docsum.evidence)."""
+        ...
+
 
 class EntryCorpus:
     """A corpus held in memory as a list (the library's and eval's way)."""
@@ -362,6 +392,7 @@ class EntryCorpus:
     def __init__(self, entries: list[SummaryEntry]) -> None:
         self._entries = entries
         self._by_id = {e.doc_id: e for e in entries}
+        self._evidence: DocumentEvidence | None = None
 
     def size(self) -> int:
         return len(self._entries)
@@ -375,6 +406,21 @@ class EntryCorpus:
 
     def all_entries(self) -> list[SummaryEntry]:
         return list(self._entries)
+
+    def embedding_model(self) -> str | None:
+        models = {e.embedding_model for e in self._entries if e.embedding is not None}
+        have_all = all(e.embedding is not None for e in self._entries)
+        return models.pop() if have_all and len(models) == 1 else None
+
+    def bm25_evidence(self) -> DocumentEvidence:
+        """Entries carry no nodes: the evidence is their summaries alone."""
+        from docsum.evidence import DocumentEvidence
+
+        if self._evidence is None:
+            self._evidence = DocumentEvidence.from_texts(
+                [e.doc_id for e in self._entries], [e.index_text for e in self._entries], [[] for _ in self._entries]
+            )
+        return self._evidence
 
 
 def as_corpus(entries: list[SummaryEntry] | SummaryCorpus) -> SummaryCorpus:
@@ -439,12 +485,94 @@ async def retrieve_by_embedding(
     # Equal scores rank by path, as they did when every summary was listed.
     kept.sort(key=lambda e: (-score_of[e.doc_id], e.path))
     ranked = _candidates(kept, [score_of[e.doc_id] for e in kept], "embedding")
+    return _choose("embedding", ranked, top_k, notes)
+
+
+def _choose(retriever: str, ranked: list[Candidate], top_k: int, notes: list[str]) -> Retrieval:
     chosen = [c for c in ranked[:top_k] if (c.score or 0) > 0]
     if not chosen and ranked:
         notes.append("no summary shares anything with the question")
     for c in chosen:
         c.chosen = True
-    return Retrieval("embedding", chosen, ranked, notes)
+    return Retrieval(retriever, chosen, ranked, notes)
+
+
+# Reciprocal-rank fusion constant: the usual 60 (Cormack et al., 2009). A
+# large k keeps one signal's first place from outvoting the others' agreement.
+RRF_K = 60
+
+
+def reciprocal_rank_fusion(signals: list[np.ndarray], k: int = RRF_K) -> np.ndarray:
+    """Each document's reciprocal-rank fusion over `signals` (score arrays
+    aligned with the documents), scaled to [0, 1]: 1.0 means ranked first by
+    every signal, 0 means no signal found anything in it. A document a signal
+    scores 0 (nothing shared with the question) gets no share of that signal."""
+    if not signals or signals[0].size == 0:
+        return np.zeros(0 if not signals else signals[0].size, dtype=np.float32)
+    fused = np.zeros(signals[0].size, dtype=np.float64)
+    for scores in signals:
+        order = np.argsort(-scores, kind="stable")
+        ranks = np.empty(scores.size, dtype=np.float64)
+        ranks[order] = np.arange(1, scores.size + 1)
+        fused += np.where(scores > 0, 1.0 / (k + ranks), 0.0)
+    return (fused / (len(signals) / (k + 1.0))).astype(np.float32)
+
+
+def _kept_candidates(
+    corpus: SummaryCorpus, ids: list[str], order: np.ndarray, score: np.ndarray,
+    signals: dict[str, np.ndarray], via: str, keep: int | None, top_k: int,
+) -> list[Candidate]:
+    """Candidates for the best documents in `order` (the `keep` best, None:
+    all): only their summaries are read."""
+    if keep is not None:
+        order = order[: max(keep, top_k)]
+    rows = {ids[i]: int(i) for i in order}  # in rank order
+    position = {doc_id: p for p, doc_id in enumerate(rows)}
+    out = []
+    for e in corpus.entries(list(rows)):
+        i = rows[e.doc_id]
+        out.append(Candidate(e.doc_id, e.path, e.summary, float(score[i]), via=via,
+                             signals={name: round(float(values[i]), 4) for name, values in signals.items()}))
+    out.sort(key=lambda c: position[c.doc_id])
+    return out
+
+
+async def retrieve_by_bm25(query: str, corpus: SummaryCorpus, top_k: int, keep: int | None = None) -> Retrieval:
+    """Summaries only, scored by BM25 (raw score: 0 shares nothing, higher is better)."""
+    evidence = corpus.bm25_evidence()
+    scores = evidence.score(query).summary
+    order = np.argsort(-scores, kind="stable")
+    ranked = _kept_candidates(corpus, evidence.doc_ids, order, scores, {}, "bm25", keep, top_k)
+    return _choose("bm25", ranked, top_k, [])
+
+
+async def retrieve_fused(llm: LLM, query: str, corpus: SummaryCorpus, top_k: int, keep: int | None = None) -> Retrieval:
+    """Each document scored from its summary and its best nodes together:
+    reciprocal-rank fusion of BM25 over summaries, BM25 of the best three
+    nodes summed, and, when the summaries carry real embeddings (a server's or
+    the local embedder's, not the offline lexical vectors), cosine similarity
+    of the summary embedding. The score is the fusion in [0, 1]; each
+    candidate also carries the raw signals (`summary_bm25`, `node_bm25`,
+    `summary_cosine`)."""
+    notes: list[str] = []
+    evidence = corpus.bm25_evidence()
+    found = evidence.score(query)
+    signals = {"summary_bm25": found.summary, "node_bm25": found.best_nodes}
+    if corpus.embedding_model() not in (None, LEXICAL_EMBED_MODEL):
+        ids, cosine, notes = await corpus.embedding_scores(llm, query)
+        if not notes:  # a note means the vectors were unusable and lexical stood in
+            row = {doc_id: i for i, doc_id in enumerate(ids)}
+            aligned = np.full(len(evidence.doc_ids), -1.0, dtype=np.float32)
+            for i, doc_id in enumerate(evidence.doc_ids):
+                if doc_id in row:
+                    aligned[i] = cosine[row[doc_id]]
+            signals["summary_cosine"] = aligned
+    fused = reciprocal_rank_fusion(list(signals.values()))
+    # Ties in the fusion (first by one signal, second by the other) go to the
+    # document whose best passages match best: answers are read from nodes.
+    order = np.lexsort((-found.summary, -found.best_nodes, -fused))
+    ranked = _kept_candidates(corpus, evidence.doc_ids, order, fused, signals, "fused", keep, top_k)
+    return _choose("fused", ranked, top_k, notes)
 
 
 async def choose_with_llm(
@@ -554,7 +682,12 @@ async def retrieve(
     keep: int | None = None,
 ) -> Retrieval:
     """Pick documents. `keep` bounds the candidates whose summaries are read
-    and reported (None: all); LLM choice over the whole store reads them all."""
+    and reported (None: all); LLM choice over the whole store reads them all.
+    The `fused` and `bm25` retrievers read the corpus's BM25 evidence."""
+    if retriever == "fused":
+        return await retrieve_fused(llm, query, as_corpus(entries), top_k, keep)
+    if retriever == "bm25":
+        return await retrieve_by_bm25(query, as_corpus(entries), top_k, keep)
     if retriever == "embedding":
         return await retrieve_by_embedding(llm, query, entries, top_k, keep)
     if retriever == "llm":

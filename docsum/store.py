@@ -638,6 +638,16 @@ class Store:
     def document_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
 
+    def document_versions(self) -> list[tuple[str, str]]:
+        """(doc_id, version) of every document, by doc_id: the version changes
+        whenever the document's text, nodes or summary do (an index built from
+        them, such as the BM25 one, compares these to know it is stale).
+        Reads no summary or node text."""
+        rows = self.conn.execute(
+            "SELECT doc_id, path, title, sha256, split_fingerprint, summary_fingerprint, updated_at FROM documents ORDER BY doc_id"
+        ).fetchall()
+        return [(r[0], "\x1f".join(str(v) for v in r[1:])) for r in rows]
+
     def get_documents(self, doc_ids: list[str]) -> list[DocumentRecord]:
         """The named documents without their embeddings, in the order named;
         unknown ids are left out. Reads only those rows, whatever the store's size."""

@@ -251,8 +251,9 @@ def test_api_key_never_leaves_the_process(tmp_path: Path, monkeypatch: pytest.Mo
     shown = run_cli("config", "show", "--json")
     assert {r["name"]: r for r in shown.json()["settings"]}["api_key"]["value"] == "(set)"
     assert re.search(r"^api_key = '\(set\)'  \(env OPENAI_API_KEY\)$", run_cli("config", "show").stdout, re.MULTILINE)
-    for path in store.parent.iterdir():  # the store, its -wal and -shm, the lock file
-        _assert_no_key(path.read_bytes())
+    for path in store.parent.rglob("*"):  # the store, its -wal and -shm, the lock file, the BM25 cache
+        if path.is_file():
+            _assert_no_key(path.read_bytes())
     conn = sqlite3.connect(store)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()

@@ -90,7 +90,8 @@ def test_offline_eval_with_baseline_and_kinds(corpus: tuple[Path, Path, Path]) -
     done = run_cli("eval", questions, "--store", store, "--baseline", "chunks", "--top-k", "2", "--details", "--json")
     assert done.code == 0, done
     report = done.json()
-    assert report["retriever"] == "embedding" and report["top_k"] == 2
+    assert report["retriever"] == "fused" and report["top_k"] == 2  # the offline default
+    assert report["metrics"]["fused"] == report["metrics"]["summary"]
     for system in ("summary", "chunks"):
         kinds = report["metrics"][system]
         assert kinds["all"]["n"] == 5 and kinds["single"]["n"] == 3 and kinds["multi"]["n"] == 2
@@ -107,7 +108,21 @@ def test_offline_eval_with_baseline_and_kinds(corpus: tuple[Path, Path, Path]) -
     singles = [r for r in rows.values() if r["kind"] == "single"]
     expected = sum(len(set(r["gold"]) & set(r["retrieved"])) / len(r["retrieved"]) for r in singles) / len(singles)
     assert report["metrics"]["summary"]["single"]["precision"] == pytest.approx(expected, abs=1e-4)
-    assert report["usage"]["llm_calls"] == 0  # the embedding retriever offline makes no LLM call
+    assert report["usage"]["llm_calls"] == 0  # the fused retriever offline makes no LLM call
+
+
+def test_eval_reports_every_retriever_by_name(corpus: tuple[Path, Path, Path]) -> None:
+    _, questions, store = corpus
+    done = run_cli("eval", questions, "--store", store, "--retriever", "all", "--baseline", "chunks", "--json")
+    assert done.code == 0, done
+    metrics = done.json()["metrics"]
+    assert set(metrics) == {"summary", "fused", "embedding", "bm25", "llm", "hybrid", "chunks"}
+    assert metrics["summary"] == metrics["fused"]  # the first named is the one reported as "summary"
+    for name in ("fused", "embedding", "bm25"):
+        assert metrics[name]["all"]["recall"] == 1.0, (name, metrics[name])
+    table = run_cli("eval", questions, "--store", store, "--retriever", "bm25,embedding")
+    assert table.code == 0 and "bm25" in table.stdout and "embedding" in table.stdout
+    assert run_cli("eval", questions, "--store", store, "--retriever", "fused,nosuch").code == 2
 
 
 def test_unresolved_gold_documents_are_reported(corpus: tuple[Path, Path, Path], tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ def build_offline(folder: Path, store: Path) -> Path:
 def entries_of(store: Path) -> list[SummaryEntry]:
     with Store.open(store, create=False, readonly=True) as s:
         docs = s.list_documents(with_embeddings=True)
-    return [SummaryEntry(d.doc_id, d.path, d.summary, d.embedding, d.embedding_model, d.title) for d in docs]
+    return [SummaryEntry.from_record(d) for d in docs]
 
 
 def run(*args: Any) -> tuple[int, str, str]:

@@ -1,0 +1,171 @@
+"""Lexical evidence for ranking documents: BM25 over each document's summary
+and over its nodes (the passages answers are built from).
+
+A summary says what a document is about; its nodes hold the details a
+question may name (a figure, a quarter, a side character). `DocumentEvidence`
+scores both for a question, per document (the summary, and the sum of the
+best three nodes), for the `bm25` and `fused` retrievers; every node's score
+serves the chunk baseline of `docsum eval`.
+
+Building the node index reads and tokenizes every node of the store, which
+takes seconds on a large store, so it is kept on disk beside the store
+(`NAME.sqlite.bm25/`, private like the store) and reused by every later question
+until the stored documents change: the store reports each document's version
+(content hash, split and summary settings, update time) without reading any
+text, and the index records the versions it was built from. When that
+directory cannot be written (a read-only folder) the index is built in memory
+for the one command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from docsum.bm25 import BM25_B, BM25_K1, BM25_METHOD, BM25Index
+from docsum.lexical import terms
+
+if TYPE_CHECKING:
+    from docsum.stores import DocumentStore
+
+log = logging.getLogger("docsum")
+
+# Bump when what is indexed, or how it is cut into terms, changes: a kept
+# index from another version is then rebuilt instead of trusted.
+EVIDENCE_VERSION = 2
+
+# A document's node evidence is the BM25 of its best few passages, summed: a
+# document that answers a question usually does so in more than one passage,
+# so one stray passage that happens to share the question's words should not
+# outweigh a document that discusses the subject. Only a few, or long
+# documents would win by length alone.
+NODES_PER_DOCUMENT = 3
+
+
+def node_index_text(path: str, title: str, node_text: str) -> str:
+    """A node is indexed with its document's file name and title, as the
+    summary is (`summary_index_text`): a passage about "net sales" in
+    `2023_Q1_AAPL.txt` belongs to Apple's first quarter of 2023 even when the
+    passage itself never says so."""
+    head = f"File: {path}"
+    if title and title.strip():
+        head += f"\nTitle: {title.strip()}"
+    return f"{head}\n{node_text}"
+
+
+@dataclass
+class DocumentScores:
+    """BM25 of one question against every document (rows aligned with
+    `DocumentEvidence.doc_ids`): its summary's score and the summed score of
+    its best nodes."""
+
+    summary: np.ndarray
+    best_nodes: np.ndarray
+
+
+def sum_of_best(scores: np.ndarray, owners: np.ndarray, count: int, per_owner: int) -> np.ndarray:
+    """For each of `count` owners, the sum of its `per_owner` highest positive
+    `scores` (rows of `scores` belong to `owners[row]`)."""
+    out = np.zeros(count, dtype=np.float32)
+    hit = np.flatnonzero(scores > 0)
+    if hit.size == 0:
+        return out
+    values, groups = scores[hit], owners[hit]
+    order = np.lexsort((-values, groups))  # by owner, best first within each
+    values, groups = values[order], groups[order]
+    starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    sizes = np.diff(np.r_[starts, groups.size])
+    position = np.arange(groups.size) - np.repeat(starts, sizes)
+    keep = position < per_owner
+    np.add.at(out, groups[keep], values[keep])
+    return out
+
+
+class DocumentEvidence:
+    """BM25 indexes over the summaries and the nodes of the documents `doc_ids`."""
+
+    def __init__(self, doc_ids: list[str], summaries: BM25Index, nodes: BM25Index, node_owner: np.ndarray) -> None:
+        self.doc_ids = doc_ids
+        self.summaries = summaries
+        self.nodes = nodes
+        self.node_owner = node_owner  # node row -> index into doc_ids
+
+    @classmethod
+    def from_texts(cls, doc_ids: list[str], summary_texts: list[str], node_texts: list[list[str]]) -> DocumentEvidence:
+        """Indexes built in memory: `node_texts[i]` are the nodes of document i."""
+        owners = np.asarray([i for i, texts in enumerate(node_texts) for _ in texts], dtype=np.int64)
+        flat = [t for texts in node_texts for t in texts]
+        return cls(list(doc_ids), BM25Index.from_texts(summary_texts), BM25Index.from_texts(flat), owners)
+
+    def score(self, question: str) -> DocumentScores:
+        words = terms(question)
+        summary = self.summaries.scores_for_terms(words)
+        nodes = sum_of_best(self.nodes.scores_for_terms(words), self.node_owner, len(self.doc_ids), NODES_PER_DOCUMENT)
+        return DocumentScores(summary, nodes)
+
+    def node_scores(self, question: str) -> np.ndarray:
+        """Every node's score (owners in `node_owner`), for the chunk baseline."""
+        return self.nodes.scores_for_terms(terms(question))
+
+
+def cache_dir(vectors_file: Path) -> Path:
+    """Where the BM25 index is kept: beside the store's vector file
+    (`NAME.sqlite.vectors` → `NAME.sqlite.bm25/`; for a PostgreSQL store, in
+    the local cache directory with its vector file)."""
+    return Path(vectors_file).with_suffix(".bm25")
+
+
+def load_evidence(store: DocumentStore) -> DocumentEvidence:
+    """The BM25 evidence of every document in `store`: from the index kept
+    beside the store when it is current, else built now (and kept)."""
+    from docsum.retrieve import summary_index_text
+
+    versions = store.document_versions()
+    digest = hashlib.sha256(f"v{EVIDENCE_VERSION} {BM25_METHOD} {BM25_K1} {BM25_B}\n".encode())
+    for doc_id, version in versions:
+        digest.update(f"{doc_id}\0{version}\n".encode())
+    fingerprint = digest.hexdigest()
+    where = cache_dir(store.vectors_file)
+    cached = _load_cached(where, fingerprint, [d for d, _ in versions])
+    if cached is not None:
+        return cached
+    docs = {d.doc_id: d for d in store.list_documents()}
+    ids = [d for d, _ in versions if d in docs]
+    nodes = store.nodes_for(ids)
+    evidence = DocumentEvidence.from_texts(
+        ids,
+        [summary_index_text(docs[d].path, docs[d].title, docs[d].summary) for d in ids],
+        [[node_index_text(docs[d].path, docs[d].title, n.text) for n in nodes[d]] for d in ids],
+    )
+    if ids == [d for d, _ in versions]:  # nothing changed while reading
+        _save_cached(where, fingerprint, evidence)
+    return evidence
+
+
+def _load_cached(where: Path, fingerprint: str, doc_ids: list[str]) -> DocumentEvidence | None:
+    summaries = BM25Index.load(where / "summaries", fingerprint)
+    nodes = BM25Index.load(where / "nodes", fingerprint)
+    if summaries is None or nodes is None or summaries[0].size != len(doc_ids):
+        return None
+    owners = nodes[1].get("owners")
+    if owners is None or owners.shape != (nodes[0].size,) or (owners.size and (owners.min() < 0 or owners.max() >= len(doc_ids))):
+        return None
+    return DocumentEvidence(doc_ids, summaries[0], nodes[0], np.asarray(owners, dtype=np.int64))
+
+
+def _save_cached(where: Path, fingerprint: str, evidence: DocumentEvidence) -> None:
+    """Best effort: a folder docsum cannot write to only costs the next
+    question the same indexing again."""
+    try:
+        where.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(where, 0o700)  # the vocabulary of private documents
+        evidence.summaries.save(where / "summaries", fingerprint)
+        evidence.nodes.save(where / "nodes", fingerprint, extra={"owners": evidence.node_owner})
+    except OSError as exc:
+        log.debug("could not keep the BM25 index in %s (%s)", where, exc)

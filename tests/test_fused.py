@@ -1,0 +1,164 @@
+"""BM25 scoring (through bm25s), the evidence of summaries and nodes, the
+fused retriever that ranks documents by both, and the BM25 index kept beside
+the store (private, rebuilt when the documents change, rebuilt when damaged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from docsum.bm25 import BM25Index
+from docsum.evidence import DocumentEvidence, cache_dir, sum_of_best
+from docsum.extractive import ExtractiveLLM
+from docsum.retrieve import EntryCorpus, SummaryEntry, reciprocal_rank_fusion, retrieve
+from helpers import REPO, run_cli, subprocess_env
+
+TOPICS = {
+    "bees.txt": "Beekeeping notes\n\nThe apiary keeps forty hives of honey bees. Bees swarm in spring and the honey harvest is in August.",
+    "ferry.txt": "Ferry timetable\n\nThe river ferry crosses to Northbank every thirty minutes. Ferry tickets cost two dollars for adults.",
+    "bakery.txt": "Bakery history\n\nThe bakery on Quarry Street bakes sourdough bread and rye loaves. The baker starts the ovens at four.",
+    "storm.txt": "Storm report\n\nThe storm flooded Mill Lane and cut the power. Rainfall reached 142 millimetres in two days.",
+}
+
+
+def test_bm25_scores_shared_words_and_weighs_rare_ones_more() -> None:
+    index = BM25Index.from_texts([
+        "the harbour crane lifted containers",
+        "the harbour ferry and the harbour crane",
+        "a recipe for rye bread",
+    ])
+    scores = index.scores("crane containers")
+    assert scores[2] == 0.0  # shares nothing
+    assert scores[0] > scores[1] > 0  # "containers" is rarer than "crane"
+    assert not index.scores("zeppelin").any()  # an unknown word scores nothing
+    assert not index.scores("the and a").any()  # stopwords only
+    assert BM25Index.from_texts(["", "the of"]).scores("anything").tolist() == [0.0, 0.0]
+
+
+def test_fusion_rewards_agreement_and_ignores_signals_that_found_nothing() -> None:
+    summary = np.array([3.0, 2.0, 0.0, 0.0], dtype=np.float32)
+    nodes = np.array([5.0, 0.0, 4.0, 0.0], dtype=np.float32)
+    fused = reciprocal_rank_fusion([summary, nodes])
+    assert fused[0] == pytest.approx(1.0)  # first by every signal
+    assert fused[3] == 0.0  # no signal found anything in it
+    assert 0 < fused[1] < fused[0] and 0 < fused[2] < fused[0]
+    assert reciprocal_rank_fusion([np.zeros(0, dtype=np.float32)]).size == 0
+
+
+def test_sum_of_best_adds_each_documents_best_passages_only() -> None:
+    scores = np.array([1.0, 4.0, 0.0, 2.0, 3.0, 5.0, 0.5], dtype=np.float32)
+    owners = np.array([0, 0, 0, 0, 0, 1, 2])
+    assert sum_of_best(scores, owners, 4, 3).tolist() == [9.0, 5.0, 0.5, 0.0]  # 4 + 3 + 2; doc 3 has no nodes
+    assert sum_of_best(np.zeros(3, dtype=np.float32), np.array([0, 1, 1]), 2, 3).tolist() == [0.0, 0.0]
+
+
+def test_fused_retriever_finds_a_document_by_a_detail_only_its_nodes_hold() -> None:
+    entries = [
+        SummaryEntry("a", "kestrel.txt", "Annual report of the Kestrel Mining company."),
+        SummaryEntry("b", "osprey.txt", "Annual report of the Osprey Shipping company."),
+        SummaryEntry("c", "heron.txt", "Annual report of the Heron Farming company."),
+    ]
+    evidence = DocumentEvidence.from_texts(
+        [e.doc_id for e in entries],
+        [e.index_text for e in entries],
+        [
+            ["The Kestrel mine produced forty tonnes of cobalt in the year.", "Board members met twice."],
+            ["Osprey ships carried grain and timber."],
+            ["Heron farms grew barley."],
+        ],
+    )
+
+    class WithNodes(EntryCorpus):
+        def bm25_evidence(self) -> DocumentEvidence:
+            return evidence
+
+    question = "Who produced cobalt?"
+    llm = ExtractiveLLM()
+    summaries_only = asyncio.run(retrieve("bm25", llm, question, WithNodes(entries), top_k=1))
+    assert summaries_only.chosen == []  # no summary mentions cobalt
+    fused = asyncio.run(retrieve("fused", llm, question, WithNodes(entries), top_k=1))
+    [top] = fused.chosen
+    assert top.doc_id == "a" and 0 < (top.score or 0) <= 1
+    assert top.signals["node_bm25"] > 0 and top.signals["summary_bm25"] == 0
+    # Without a store to read nodes from, the fused retriever has the summaries alone.
+    bare = asyncio.run(retrieve("fused", llm, "Kestrel mining", entries, top_k=1))
+    assert [c.doc_id for c in bare.chosen] == ["a"]
+
+
+def _write(folder: Path, docs: dict[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in docs.items():
+        (folder / name).write_text(text + "\n", encoding="utf-8")
+
+
+def _top_path(store: Path, question: str, retriever: str = "fused") -> str | None:
+    done = run_cli("ask", question, "--store", store, "--mode", "no_text", "--json", "--retriever", retriever)
+    assert done.code in (0, 5), done
+    docs = done.json()["documents"]
+    return docs[0]["path"] if docs else None
+
+
+def test_the_bm25_index_beside_the_store_is_private_and_follows_the_documents(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    _write(folder, TOPICS)
+    store = tmp_path / "store" / "s.sqlite"
+    assert run_cli("build", folder, "--store", store, "-q").code == 0
+    done = run_cli("ask", "When does the baker bake sourdough?", "--store", store, "--mode", "no_text", "--json")
+    assert done.code == 0, done
+    assert done.json()["retriever"] == "fused"  # the offline default
+    assert done.json()["documents"][0]["path"] == "bakery.txt"
+    assert set(done.json()["documents"][0]["signals"]) == {"summary_bm25", "node_bm25"}
+
+    cache = cache_dir(Path(str(store) + ".vectors"))
+    assert cache == Path(str(store) + ".bm25")
+    assert cache.is_dir()
+    for path in [cache, *cache.rglob("*")]:
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+
+    # A changed document is searched in its new text, not the cached one.
+    _write(folder, {"storm.txt": TOPICS["storm.txt"] + " A zeppelin hangar lost its roof."})
+    assert run_cli("build", folder, "--store", store, "-q").code == 0
+    assert _top_path(store, "What happened to the zeppelin hangar?") == "storm.txt"
+
+    # A damaged index is rebuilt, not trusted and not fatal.
+    for path in cache.rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"\x00garbage")
+    assert _top_path(store, "What happened to the zeppelin hangar?") == "storm.txt"
+    assert json.loads((cache / "nodes" / "docsum.json").read_text())["size"] >= len(TOPICS)
+
+
+def test_unknown_retriever_is_a_usage_error(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    _write(folder, TOPICS)
+    store = tmp_path / "s.sqlite"
+    assert run_cli("build", folder, "--store", store, "-q").code == 0
+    assert run_cli("ask", "bees", "--store", store, "--retriever", "nosuch").code == 2
+    for name in ("bm25", "embedding", "fused"):
+        assert _top_path(store, "How many hives does the apiary keep?", name) == "bees.txt", name
+
+
+def test_a_question_after_the_first_reads_the_kept_index_without_importing_bm25s(tmp_path: Path) -> None:
+    """bm25s (and the tqdm it imports) is needed to build the index, not to
+    read it: `docsum ask` starts as fast as before once the index is kept."""
+    folder = tmp_path / "docs"
+    _write(folder, TOPICS)
+    store = tmp_path / "s.sqlite"
+    assert run_cli("build", folder, "--store", store, "-q").code == 0
+    assert _top_path(store, "How much is a ferry ticket?") == "ferry.txt"  # builds and keeps the index
+    probe = (
+        "import sys; from cli.main import app\n"
+        "try: app(['ask', 'How much is a ferry ticket?', '--store', sys.argv[1], '--mode', 'no_text', '-q'], standalone_mode=False)\n"
+        "except SystemExit: pass\n"
+        "print('BM25S', 'bm25s' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(store)], cwd=REPO, env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert "ferry.txt" in done.stdout and "BM25S False" in done.stdout, (done.stdout, done.stderr)
