@@ -22,6 +22,7 @@ from docsum.extractive import judge_by_overlap
 from docsum.corpus import StoreCorpus
 from docsum.evidence import DocumentEvidence
 from docsum.lexical import LEXICAL_EMBED_MODEL
+from docsum.localembed import LOCAL_EMBED_MODEL
 from docsum.llm import LLM, track_calls
 from docsum.prompts import JUDGE_PROMPT
 from docsum.retrieve import RETRIEVERS, retrieve
@@ -134,10 +135,12 @@ async def chunk_baseline_scores(
     llm: LLM, store: DocumentStore, docs: list[DocumentRecord], questions: list[str], evidence: DocumentEvidence
 ) -> tuple[list[str], np.ndarray]:
     """Score every node against every question: BM25 offline (the lexical
-    scorer), the server's embeddings when the summaries were embedded by it.
-    Returns the node → document map and a (questions × nodes) score matrix."""
+    scorer; also with the local embedder, which would see only the first 256
+    word pieces of a node and take minutes to embed them all), the server's
+    embeddings when the summaries were embedded by it. Returns the node →
+    document map and a (questions × nodes) score matrix."""
     model = next((d.embedding_model for d in docs if d.embedding_model), LEXICAL_EMBED_MODEL)
-    if model == LEXICAL_EMBED_MODEL or llm.metadata.embed_model != model:
+    if model in (LEXICAL_EMBED_MODEL, LOCAL_EMBED_MODEL) or llm.metadata.embed_model != model:
         owners = [evidence.doc_ids[i] for i in evidence.node_owner.tolist()]
         rows = [evidence.node_scores(q) for q in questions]
         return owners, np.vstack(rows) if owners else np.zeros((len(questions), 0))
