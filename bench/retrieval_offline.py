@@ -45,8 +45,10 @@ RETRIEVERS = ("fused", "bm25", "embedding")
 WARM_ASKS = int(os.environ.get("WARM_ASKS", "5"))
 
 
-def run(args: list[str], env: dict[str, str]) -> tuple[int, str, float, float]:
-    """(exit code, stdout, wall seconds, peak RSS MiB) of one docsum process."""
+def run(args: list[str], env: dict[str, str]) -> tuple[int, str, float, float, float]:
+    """(exit code, stdout, wall seconds, peak RSS MiB, CPU seconds) of one
+    docsum process. CPU time (user + system) is what to compare on a shared,
+    loaded machine: wall time there is mostly waiting for a core."""
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen([DOCSUM, *args], stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
@@ -58,7 +60,7 @@ def run(args: list[str], env: dict[str, str]) -> tuple[int, str, float, float]:
         text = out.read().decode("utf-8", "replace")
         if proc.returncode not in (0, 5):
             sys.stderr.write(err.read().decode("utf-8", "replace")[-2000:])
-    return proc.returncode, text, wall, usage.ru_maxrss / 1024.0
+    return proc.returncode, text, wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
 def embed_installed() -> bool:
@@ -85,17 +87,20 @@ def main() -> int:
                 store = work / f"{corpus}-{embedder}.sqlite"
                 extra = ["--embed-model", "local"] if embedder == "local" else []
                 common = ["--store", str(store), "--llm", "extractive", *extra]
-                code, _, wall, rss = run(["build", str(EVAL / corpus), *common, "-q", "--json"], env)
-                entry: dict[str, Any] = {"corpus": corpus, "embedder": embedder, "build": {"exit": code, "wall_s": round(wall, 2), "peak_rss_mib": round(rss, 1)}}
-                print(f"[retrieval] {corpus} {embedder}: build {wall:.1f} s, {rss:.0f} MiB", file=sys.stderr)
+                code, _, wall, rss, cpu = run(["build", str(EVAL / corpus), *common, "-q", "--json"], env)
+                entry: dict[str, Any] = {
+                    "corpus": corpus, "embedder": embedder,
+                    "build": {"exit": code, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1)},
+                }
+                print(f"[retrieval] {corpus} {embedder}: build {wall:.1f} s ({cpu:.1f} s CPU), {rss:.0f} MiB", file=sys.stderr)
                 entry["eval"] = {}
                 for k in (1, 3):
-                    code, text, wall, rss = run(
+                    code, text, wall, rss, cpu = run(
                         ["eval", str(questions), *common, "--retriever", ",".join(RETRIEVERS), "--top-k", str(k), "--baseline", "chunks", "--json", "-q"], env
                     )
                     metrics = json.loads(text)["metrics"] if code == 0 else {}
                     entry["eval"][f"k{k}"] = {
-                        "wall_s": round(wall, 2), "peak_rss_mib": round(rss, 1),
+                        "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1),
                         "metrics": {name: m["all"] for name, m in metrics.items() if name != "summary"},
                     }
                     print(f"[retrieval] {corpus} {embedder}: eval top-{k} {wall:.1f} s", file=sys.stderr)
@@ -104,16 +109,18 @@ def main() -> int:
                     shutil.rmtree(str(store) + ".bm25", ignore_errors=True)
                     timings = []
                     for question in [asked[0], *asked]:
-                        code, _, wall, rss = run(["ask", question, *common, "--retriever", retriever, "--mode", "no_text", "--json", "-q"], env)
-                        timings.append((wall, rss, code))
+                        code, _, wall, rss, cpu = run(["ask", question, *common, "--retriever", retriever, "--mode", "no_text", "--json", "-q"], env)
+                        timings.append((wall, rss, code, cpu))
                     cold, warm = timings[0], timings[1:]
                     entry["ask"][retriever] = {
-                        "first_wall_s": round(cold[0], 3), "first_peak_rss_mib": round(cold[1], 1),
+                        "first_wall_s": round(cold[0], 3), "first_cpu_s": round(cold[3], 3), "first_peak_rss_mib": round(cold[1], 1),
                         "warm_median_wall_s": round(statistics.median(t[0] for t in warm), 3),
+                        "warm_median_cpu_s": round(statistics.median(t[3] for t in warm), 3),
                         "warm_peak_rss_mib": round(max(t[1] for t in warm), 1),
                         "exit_codes": sorted({t[2] for t in timings}),
                     }
-                    print(f"[retrieval] {corpus} {embedder}: ask {retriever} first {cold[0]:.2f} s, warm median {entry['ask'][retriever]['warm_median_wall_s']:.2f} s", file=sys.stderr)
+                    a = entry["ask"][retriever]
+                    print(f"[retrieval] {corpus} {embedder}: ask {retriever} first {a['first_cpu_s']:.2f} s CPU, warm median {a['warm_median_cpu_s']:.2f} s CPU", file=sys.stderr)
                 results["runs"].append(entry)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -133,12 +140,17 @@ def tables(results: dict[str, Any]) -> str:
                 continue
             label = "chunk baseline (BM25, best node)" if name == "chunks" else name
             lines.append(f"| {entry['corpus']} | {entry['embedder']} | {label} | {m1['recall']:.3f} | {m3['recall']:.3f} | {m3['mrr']:.3f} | {m3['all_found']:.3f} |")
-    lines += ["", "| corpus | embedder | build s | build MiB | retriever | first ask s | warm ask s (median) | ask MiB |", "|---|---|--:|--:|---|--:|--:|--:|"]
+    lines += [
+        "",
+        "| corpus | embedder | build CPU s (wall s) | build MiB | retriever | first ask CPU s (wall s) | warm ask CPU s, median (wall s) | ask MiB |",
+        "|---|---|--:|--:|---|--:|--:|--:|",
+    ]
     for entry in results["runs"]:
+        b = entry["build"]
         for name, a in entry["ask"].items():
-            b = entry["build"]
             lines.append(
-                f"| {entry['corpus']} | {entry['embedder']} | {b['wall_s']:.1f} | {b['peak_rss_mib']:.0f} | {name} | {a['first_wall_s']:.2f} | {a['warm_median_wall_s']:.2f} | {a['warm_peak_rss_mib']:.0f} |"
+                f"| {entry['corpus']} | {entry['embedder']} | {b['cpu_s']:.1f} ({b['wall_s']:.1f}) | {b['peak_rss_mib']:.0f} | {name} "
+                f"| {a['first_cpu_s']:.2f} ({a['first_wall_s']:.2f}) | {a['warm_median_cpu_s']:.2f} ({a['warm_median_wall_s']:.2f}) | {a['warm_peak_rss_mib']:.0f} |"
             )
     return "\n".join(lines)
 
