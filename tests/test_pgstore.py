@@ -85,6 +85,12 @@ def test_every_command_gives_the_sqlite_results(tmp_path: Path, pg_url: str) -> 
             {k: v for k, v in show.json().items() if k != "updated_at"},
             answer["answer"], answer["sources"] if "sources" in answer else answer.get("documents"),
         ]
+        questions = tmp_path / "q.jsonl"
+        gold = summaries.json()[0]["path"]
+        questions.write_text(json.dumps({"question": "oven auction", "gold_docs": [gold]}) + "\n", encoding="utf-8")
+        evaluated = run_cli("eval", questions, "--store", store, "--baseline", "chunks", "--json")
+        assert evaluated.code == 0, evaluated
+        outputs[store].append(evaluated.json()["metrics"])
         assert run_cli("remove", first, "--store", store, "--json").code == 0
         assert run_cli("show", first, "--store", store).code == 2
     assert outputs[sqlite] == outputs[pg_url]
