@@ -15,7 +15,6 @@ import hashlib
 import json
 import logging
 import os
-import random
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -474,12 +473,6 @@ class Builder:
                     self._count(report, outcome)
                     self.reporter.file_done(outcome)
 
-                if self.store.shared and len(todo) > 1:
-                    # Builders over one folder start at different places, so
-                    # they seldom reach for the same document (each collision
-                    # costs a claim attempt and a second look at the end).
-                    start = random.randrange(len(todo))
-                    todo = todo[start:] + todo[:start]
                 await asyncio.gather(*(one(w) for w in todo))
                 # A success that finished after the trip (documents complete out
                 # of order) shows the server works: the deferred documents run
