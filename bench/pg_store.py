@@ -1,0 +1,205 @@
+"""The PostgreSQL store, measured on this machine (issue 13).
+
+1. Builders sharing one PostgreSQL store: 1,000 synthetic documents, the
+   project's fake OpenAI server at 300 ms per call, 1, 2 and 4 `docsum build`
+   processes at once (each --concurrency 4): wall time, speed-up over one
+   builder, and the chat calls the server counted (each document needs one).
+   Then 4 builders again with one SIGKILLed halfway.
+2. `docsum ask` at 10,000 documents, SQLite against PostgreSQL: whole-process
+   wall time and peak RSS (/usr/bin/time), the first question (the vector file
+   is written) and the next ones, and one after 100 documents changed.
+
+Runs from a clone: the fake server and the throwaway PostgreSQL are the test
+suite's own (tests/fakeopenai.py, tests/pgserver.py). Needs PostgreSQL's server
+binaries, psycopg (the test extra) and /usr/bin/time.
+
+    .venv/bin/python bench/pg_store.py [--docs 1000] [--ask-docs 10000] [--out bench/results/pg_store.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+from fakeopenai import FakeOpenAI  # noqa: E402
+from pgserver import PostgresServer, find_bindir  # noqa: E402
+
+DOCSUM = [sys.executable, "-m", "cli.main"]
+
+
+def env_for(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCSUM_", "OPENAI_"))}
+    env["DOCSUM_HOME"] = str(home)
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def make_corpus(folder: Path, count: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    topics = ["bees", "bridges", "ferries", "orchards", "libraries", "storms", "mills", "canals"]
+    for i in range(count):
+        body = " ".join(f"The {topics[i % 8]} report {i} says item {j} is fine." for j in range(12))
+        (folder / f"doc{i:04d}.txt").write_text(f"DOCMARK{i:04d} Notes on {topics[i % 8]}.\n\n{body}\n", encoding="utf-8")
+
+
+def stored(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("SELECT to_regclass('docsum.documents')").fetchone()[0] is None:
+            return 0
+        return int(conn.execute("SELECT count(*) FROM docsum.documents").fetchone()[0])
+
+
+def build_round(server: PostgresServer, corpus: Path, builders: int, docs: int, kill_halfway: bool) -> dict[str, Any]:
+    url = server.url(server.new_database())
+    home = Path(tempfile.mkdtemp(prefix="bench-home-"))
+    with FakeOpenAI(latency=0.3) as fake:
+        args = [*DOCSUM, "build", str(corpus), "--store", url, "--json", "--concurrency", "4",
+                "--base-url", fake.base_url, "--model", "fake-chat"]  # fmt: skip
+        started = time.monotonic()
+        procs = [subprocess.Popen(args, env=env_for(home), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                 for _ in range(builders)]  # fmt: skip
+        killed_at = None
+        if kill_halfway:
+            while stored(url) < docs // 2:
+                time.sleep(0.05)
+            procs[0].send_signal(signal.SIGKILL)
+            killed_at = stored(url)
+        outs = [p.communicate()[0] for p in procs]
+        wall = time.monotonic() - started
+        prompts = [r.prompt for r in fake.chat_requests()]
+    per_doc: dict[str, int] = {}
+    for prompt in prompts:
+        for token in prompt.split():
+            if token.startswith("DOCMARK"):
+                per_doc[token[:11]] = per_doc.get(token[:11], 0) + 1
+                break
+    codes = [p.returncode for p in procs]
+    reports = [json.loads(o) for o, c in zip(outs, codes) if c == 0 and o.strip()]
+    shutil.rmtree(home, ignore_errors=True)
+    return {
+        "builders": builders, "killed": kill_halfway, "wall_s": round(wall, 2), "calls": len(prompts),
+        "documents": docs, "stored": stored(url), "docs_summarized_twice": sum(1 for n in per_doc.values() if n > 1),
+        "exit_codes": codes, "stored_when_killed": killed_at,
+        "done_elsewhere": [r.get("done_elsewhere") for r in reports],
+    }  # fmt: skip
+
+
+def populate(location: str, count: int) -> None:
+    """`count` synthetic documents with lexical vectors, the same in every store."""
+    import numpy as np
+
+    from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
+    from docsum.store import DocumentRecord, NodeRecord, make_doc_id
+    from docsum.stores import open_store
+
+    topics = ["bees", "bridges", "ferries", "orchards", "libraries", "storms", "mills", "canals", "tariffs", "comets"]
+    with open_store(location) as store:
+        for i in range(count):
+            path = f"doc{i:05d}.txt"
+            summary = (f"Report {i} on {topics[i % 10]} and {topics[(i * 7) % 10]}: the committee reviewed item {i % 97}, "
+                       f"approved budget line {i % 31} and scheduled a follow-up in month {i % 12 + 1}.")  # fmt: skip
+            doc_id = make_doc_id("/bench", path)
+            record = DocumentRecord(
+                doc_id, path, "/bench", 500, 1, "ab" * 32, path, "text", 120, None, "s", "f", summary, "m",
+                embedding=np.asarray(lexical_vectors([summary])[0]), embedding_model=LEXICAL_EMBED_MODEL,
+            )  # fmt: skip
+            store.put_document(record, [NodeRecord(doc_id, 0, summary * 3, 0, len(summary) * 3, (), 120)])
+
+
+def timed_ask(location: str, home: Path) -> tuple[float, int]:
+    """Wall seconds and peak RSS (MB) of one whole `docsum ask` process."""
+    cmd = ["/usr/bin/time", "-f", "%e %M", *DOCSUM, "ask", "budget for bridges and comets", "--store", location,
+           "--json", "--llm", "extractive"]  # fmt: skip
+    result = subprocess.run(cmd, env=env_for(home), capture_output=True, text=True, check=True)
+    wall, rss_kb = result.stderr.strip().splitlines()[-1].split()
+    json.loads(result.stdout)
+    return float(wall), int(rss_kb) // 1024
+
+
+def ask_round(server: PostgresServer, count: int) -> dict[str, Any]:
+    scratch = Path(tempfile.mkdtemp(prefix="bench-ask-"))
+    sqlite = str(scratch / "store.sqlite")
+    url = server.url(server.new_database())
+    out: dict[str, Any] = {"documents": count}
+    for name, location in (("sqlite", sqlite), ("postgresql", url)):
+        t0 = time.monotonic()
+        populate(location, count)
+        out[f"{name}_populate_s"] = round(time.monotonic() - t0, 1)
+        home = scratch / f"home-{name}"
+        home.mkdir()
+        first = timed_ask(location, home)
+        warm = [timed_ask(location, home) for _ in range(5)]
+        out[name] = {
+            "first": {"wall_s": first[0], "rss_mb": first[1]},
+            "next_median": {"wall_s": statistics.median(w for w, _ in warm), "rss_mb": statistics.median(r for _, r in warm)},
+        }
+    # 100 documents change on the server: the next question fetches only them.
+    import numpy as np
+
+    from docsum.stores import open_store
+
+    with open_store(url) as store:
+        for doc in store.list_documents(with_embeddings=True)[:100]:
+            store.update_embedding(doc.doc_id, np.asarray(doc.embedding) * 1.0, doc.embedding_model or "")
+    after = [timed_ask(url, scratch / "home-postgresql") for _ in range(3)]
+    out["postgresql"]["after_100_changed_median"] = {
+        "wall_s": statistics.median(w for w, _ in after), "rss_mb": statistics.median(r for _, r in after)}
+    shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--ask-docs", type=int, default=10000)
+    parser.add_argument("--skip-build", action="store_true")
+    parser.add_argument("--skip-ask", action="store_true")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "pg_store.json")
+    args = parser.parse_args()
+    bindir = find_bindir()
+    if bindir is None:
+        sys.exit("no PostgreSQL binaries found (set DOCSUM_PG_BINDIR)")
+    server = PostgresServer(bindir)
+    server.start()
+    results: dict[str, Any] = {"uptime_before": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
+    try:
+        if not args.skip_build:
+            corpus = Path(tempfile.mkdtemp(prefix="bench-corpus-"))
+            make_corpus(corpus, args.docs)
+            rounds = []
+            for builders, kill in ((1, False), (2, False), (4, False), (4, True)):
+                rounds.append(build_round(server, corpus, builders, args.docs, kill))
+                print(json.dumps(rounds[-1]), flush=True)
+            one = rounds[0]["wall_s"]
+            for r in rounds:
+                r["time_vs_one_builder"] = round(r["wall_s"] / one, 3)
+            results["builds"] = rounds
+            shutil.rmtree(corpus, ignore_errors=True)
+        if not args.skip_ask:
+            results["ask"] = ask_round(server, args.ask_docs)
+            print(json.dumps(results["ask"]), flush=True)
+    finally:
+        server.stop()
+    results["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"written {args.out}")
+
+
+if __name__ == "__main__":
+    main()
