@@ -109,7 +109,7 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
                     "context_window": picked["context_window"],
                     "max_output_tokens": picked["max_output_tokens"],
                     "concurrency": picked["concurrency"],
-                    **{k: v for k, v in kwargs.items() if k in ("chunk_size", "chunk_overlap", "top_k", "retriever", "choice_batch_size", "candidates")},
+                    **{k: v for k, v in kwargs.items() if k in ("chunk_size", "chunk_overlap", "top_k", "retriever", "choice_batch_size", "candidates", "max_calls")},
                 }
             )
             if settings.api_key:

@@ -7,14 +7,17 @@ files failed, 4 store locked by another build, 5 nothing to answer from,
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from cli.common import Common, run_async, with_common
 from cli.render import BuildProgress, print_answer, print_build_report
-from docsum.ask import AskOptions, ask as ask_question
+from docsum.ask import AskOptions, AskResult, Question, ask as ask_question
 from docsum.build import BuildOptions, build as build_store
 from docsum.config import config_file_path, describe_embedder
 from docsum.errors import ConfigError, DocsumError, ExitCode
@@ -24,6 +27,9 @@ from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
 from docsum.schema import ResponseStatus
 from docsum.stores import DocumentStore, display_location, is_postgres, open_store, store_exists
 from docsum.synthesize import EMPTY_ANSWER_REASON, ResponseMode, load_synthesizer_class
+
+if TYPE_CHECKING:
+    from docsum.llm import LLM
 
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.
@@ -77,6 +83,7 @@ def build(
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, max=256, help="Processes reading files in parallel [default: one per core].")] = None,
     parse_timeout: Annotated[float, typer.Option("--parse-timeout", min=0.1, max=86400, help="Stop reading a file after SECONDS (it fails; the rest go on).")] = DEFAULT_TIMEOUT_S,
     parse_memory: Annotated[int, typer.Option("--parse-memory", min=128, max=1 << 20, help="Memory limit in MB of each file-reading process.")] = DEFAULT_MEMORY_MB,
+    max_calls: Annotated[Optional[int], typer.Option("--max-calls", min=1, help="Plan first; refuse (exit 2, with the plan) a build of more LLM calls.")] = None,
     *,
     common: Common,
 ) -> int:
@@ -113,10 +120,26 @@ def build(
             raise ConfigError(f"{summary_prompt}: a summary prompt must contain {{context_str}} (where the document goes)")
     llm = common.llm()
     store_path = common.store_path()
+    if max_calls is not None and not dry_run:
+        _check_build_calls(store_path, llm, options, max_calls)
     progress = BuildProgress(common.env, enabled=not common.json)
     report = run_async(lambda: build_store(store_path, llm, options, progress))
     print_build_report(common.env, report, as_json=common.json)
     return ExitCode.PARTIAL if report.counts["failed"] else ExitCode.OK
+
+
+def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit: int) -> None:
+    """Plan the build as --dry-run does; refuse it before any call when it
+    plans more than `limit` LLM calls."""
+    plan = run_async(lambda: build_store(store_path, llm, dataclasses.replace(options, dry_run=True)))
+    planned = plan.as_dict()["planned"]
+    if planned["llm_calls"] > limit:
+        actions = {a: sum(1 for p in plan.plan if p["action"] == a) for a in ("add", "update", "remove")}
+        raise ConfigError(
+            f"this build plans {planned['llm_calls']} LLM calls ({actions['add']} file(s) to add, "
+            f"{actions['update']} to update, {actions['remove']} to remove; {planned['prompt_tokens']} prompt tokens), "
+            f"more than --max-calls {limit}; nothing was sent (see `docsum build --dry-run`)"
+        )
 
 
 def _parse_vars(pairs: list[str]) -> dict[str, str]:
@@ -132,7 +155,9 @@ def _parse_vars(pairs: list[str]) -> dict[str, str]:
 @app.command()
 @with_common
 def ask(
-    question: Annotated[str, typer.Argument(help="The question.", show_default=False)],
+    question: Annotated[Optional[str], typer.Argument(help="The question (or --questions FILE).", show_default=False)] = None,
+    questions: Annotated[Optional[str], typer.Option("--questions", help="Answer every question of FILE (JSON lines with question and optional id, or one per line; - for stdin), concurrently; one JSON line per answer.")] = None,
+    max_calls: Annotated[Optional[int], typer.Option("--max-calls", min=1, help="Refuse (exit 2, with the plan) a question planning more LLM calls [default: 200].")] = None,
     mode: Annotated[str, typer.Option("--mode", help=f"Response mode: {', '.join(MODES)}.")] = "compact",
     retriever: Annotated[Optional[str], typer.Option("--retriever", help="fused | embedding | bm25 | llm | hybrid [default: fused offline, embedding with a server's embeddings].")] = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", min=1, help="Documents to pick [default: 3].")] = None,
@@ -156,11 +181,15 @@ def ask(
     """Answer QUESTION from the documents whose summaries fit it best. The
     answer goes to stdout, then its sources; --json prints one JSON document.
     Exit 5 when there is nothing to answer from (empty store, no document
-    chosen, everything filtered, nothing satisfied the question)."""
+    chosen, everything filtered, nothing satisfied the question). With
+    --questions FILE: one JSON line per question as each is answered, and the
+    worst of the answers' exit codes (1 over 2 over 5 over 0)."""
+    if (question is None) == (questions is None):
+        raise ConfigError("give either a QUESTION or --questions FILE")
     custom = None if mode in MODES else load_synthesizer_class(mode)
     settings = common.settings
     env = common.env
-    streaming = (env.stdout_isatty if stream is None else stream) and not common.json
+    streaming = (env.stdout_isatty if stream is None else stream) and not common.json and questions is None
     llm = common.llm()
     options = AskOptions(
         mode=mode,
@@ -179,10 +208,14 @@ def ask(
         refine_template=load_template_file(refine_template, KIND_REFINE, str(refine_template)) if refine_template else None,
         variables=_parse_vars(var or []),
         stream=streaming,
+        max_calls=settings.max_calls,
     )
     if custom is not None:
         options.synthesizer = custom(llm, streaming=streaming)
     store_path = common.store_path()
+    if questions is not None:
+        return _ask_many(common, llm, questions, options, explain)
+    assert question is not None
     explain_to = (lambda msg: env.error(f"explain: {msg}")) if explain else None
     # Intermediate calls (refine steps, tree levels) are progress: shown on a
     # terminal, with -v or --explain elsewhere; never on stdout.
@@ -211,6 +244,47 @@ def ask(
         env.error(f"docsum: nothing to answer from: {result.reason}")
         return ExitCode.NOTHING_TO_ANSWER
     return ExitCode.OK
+
+
+def _ask_many(common: Common, llm: LLM, source: str, options: AskOptions, explain: bool) -> int:
+    """`docsum ask --questions SOURCE`: JSON lines out as answers finish."""
+    from docsum.ask import ask_many, exit_code_of, read_questions, worst_exit_code
+
+    env = common.env
+    where = "stdin" if source == "-" else source
+    try:
+        if source == "-":
+            lines = sys.stdin.read().splitlines()
+        else:
+            lines = Path(source).expanduser().read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"{where}: cannot read the questions ({reason})") from None
+    items = read_questions(lines, where)
+    codes: list[int] = []
+
+    def answered(item: Question, result: AskResult | DocsumError) -> None:
+        code = exit_code_of(result)
+        codes.append(code)
+        if isinstance(result, DocsumError):
+            env.error(f"docsum: question {item.id}: error: {result}")
+            data: dict[str, Any] = {"question": item.text, "answer": "", "status": "error", "reason": str(result)}
+        else:
+            data = result.as_dict()
+        env.out(json.dumps({"id": item.id, **data, "exit_code": code}, ensure_ascii=False, default=str))
+
+    def explain_to(item: Question, msg: str) -> None:
+        env.error(f"explain [{item.id}]: {msg}")
+
+    async def go() -> None:
+        try:
+            await ask_many(common.store_path(), llm, items, options, answered, concurrency=llm.concurrency,
+                           explain=explain_to if explain else None)
+        finally:
+            await llm.aclose()
+
+    run_async(go)
+    return worst_exit_code(codes)
 
 
 def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:

@@ -7,17 +7,21 @@ is nothing to answer from.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import logging
+import math
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, TypeVar
 
 from docsum.budget import PromptBudget
-from docsum.errors import ConfigError, ContextLengthError
+from docsum.errors import ConfigError, ContextLengthError, DocsumError, ExitCode, LLMError
 from docsum.llm import LLM, track_calls
 from docsum.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
 from docsum.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
 from docsum.corpus import StoreCorpus
-from docsum.retrieve import RETRIEVERS, Retrieval, SummaryCorpus, retrieve
+from docsum.retrieve import RETRIEVERS, Retrieval, SummaryCorpus, planned_choice_calls, retrieve
 from docsum.schema import CallRecord, Node, NodeWithScore, Response, ResponseStatus, Usage
 from docsum.stores import DocumentStore, StoreLocation, display_location, open_store
 from docsum.synthesize import BaseSynthesizer, ResponseMode, get_response_synthesizer, is_meta_answer, planned_calls
@@ -57,6 +61,7 @@ class AskOptions:
     variables: dict[str, str] = field(default_factory=dict)
     stream: bool = False
     synthesizer: BaseSynthesizer | None = None  # a custom one replaces `mode`
+    max_calls: int | None = None  # refuse (exit 2) a question that plans more LLM calls
 
 
 @dataclass
@@ -136,15 +141,8 @@ def make_synthesizer(llm: LLM | None, options: AskOptions, progress: Callable[[s
     )
 
 
-async def ask(
-    store_path: StoreLocation,
-    llm: LLM,
-    question: str,
-    options: AskOptions,
-    *,
-    explain: Callable[[str], None] | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> AskResult:
+def _check_question(llm: LLM, question: str, options: AskOptions) -> str:
+    """The question, stripped, or ConfigError (exit 2) before anything is spent."""
     question = question.strip()
     if not question:
         raise ConfigError("the question is empty")
@@ -156,8 +154,13 @@ async def ask(
             f"the question is {length} tokens long; with a {meta.context_window}-token context window at most "
             f"{limit} fit beside the documents (shorten it, or set --context-window for a model with a bigger window)"
         )
+    return question
+
+
+def _check_options(llm: LLM, options: AskOptions, progress: Callable[[str], None] | None) -> BaseSynthesizer:
     for name, value in (("--top-k", options.top_k), ("--choice-batch-size", options.choice_batch_size),
-                        ("--candidates", options.candidates), ("--rerank", options.rerank)):
+                        ("--candidates", options.candidates), ("--rerank", options.rerank),
+                        ("--max-calls", options.max_calls)):
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}")
     if options.retriever not in RETRIEVERS:
@@ -170,25 +173,184 @@ async def ask(
     synth.check_templates(options.variables)
     if options.polish:
         POLISH_PROMPT.check({"query_str", "existing_answer", "context_msg"})
+    return synth
 
+
+@contextlib.contextmanager
+def _open_corpus(store_path: StoreLocation) -> Iterator[tuple[DocumentStore, StoreCorpus] | None]:
+    """The store and its corpus, or None when there is no store at all."""
     try:
         store = open_store(store_path, create=False, readonly=True)
     except FileNotFoundError:  # no file, an empty one, or no docsum schema: nothing was ever stored
+        yield None
+        return
+    with store:
+        yield store, StoreCorpus.beside(store)
+
+
+async def ask(
+    store_path: StoreLocation,
+    llm: LLM,
+    question: str,
+    options: AskOptions,
+    *,
+    explain: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> AskResult:
+    question = _check_question(llm, question, options)
+    synth = _check_options(llm, options, progress)
+    with _open_corpus(store_path) as opened:
+        if opened is not None and explain is not None:
+            explain(f"store: {opened[0].search_description()}")
+        return await _ask_in(opened, store_path, llm, question, options, synth, explain)
+
+
+async def _ask_in(
+    opened: tuple[DocumentStore, StoreCorpus] | None,
+    store_path: StoreLocation,
+    llm: LLM,
+    question: str,
+    options: AskOptions,
+    synth: BaseSynthesizer,
+    explain: Callable[[str], None] | None,
+) -> AskResult:
+    if opened is None:
         where = display_location(store_path)
         return _empty(question, options, f"no store at {where}; run `docsum build PATH` first", engine=llm.metadata.engine)
-    with store:
-        if explain is not None:
-            explain(f"store: {store.search_description()}")
-        corpus = StoreCorpus.beside(store)
-        if not corpus.size():
-            return _empty(question, options, "the store has no documents; run `docsum build PATH` first", engine=llm.metadata.engine)
-        with track_calls() as calls:
-            result = await _answer(store, llm, question, options, synth, corpus, explain)
-            if result.stream is not None:
-                result.stream = _with_calls(result.stream, calls)
-        result.calls = calls
-        result.engine = llm.metadata.engine
-        return result
+    store, corpus = opened
+    if not corpus.size():
+        return _empty(question, options, "the store has no documents; run `docsum build PATH` first", engine=llm.metadata.engine)
+    with track_calls() as calls:
+        result = await _answer(store, llm, question, options, synth, corpus, explain)
+        if result.stream is not None:
+            result.stream = _with_calls(result.stream, calls)
+    result.calls = calls
+    result.engine = llm.metadata.engine
+    return result
+
+
+@dataclass
+class Question:
+    """One question of a `--questions` file: its id (given, else its line
+    number) and its text, or why the line could not be read."""
+
+    id: Any
+    text: str
+    error: str = ""
+
+
+def read_questions(lines: Iterable[str], where: str) -> list[Question]:
+    """JSON lines ({"question": ..., "id": ...}) or one plain question per
+    line; blank lines are skipped. A line that starts like JSON but is not a
+    usable object is kept as an error (reported in its place, exit 2)."""
+    out: list[Question] = []
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text:
+            continue
+        if not text.startswith("{"):
+            out.append(Question(number, text))
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            out.append(Question(number, "", f"{where}:{number}: not valid JSON ({exc.msg})"))
+            continue
+        qid = data.get("id", number) if isinstance(data, dict) else number
+        if not isinstance(qid, (str, int, float)) or isinstance(qid, bool):
+            qid = number
+        question = data.get("question") if isinstance(data, dict) else None
+        if not isinstance(question, str):
+            out.append(Question(qid, "", f"{where}:{number}: no \"question\" string in the JSON object"))
+            continue
+        out.append(Question(qid, question))
+    return out
+
+
+def exit_code_of(result: AskResult | DocsumError) -> int:
+    """An answer's own exit code, as `docsum ask` would end with it."""
+    if isinstance(result, DocsumError):
+        return int(result.exit_code)
+    return int(ExitCode.OK if result.status is ResponseStatus.OK else ExitCode.NOTHING_TO_ANSWER)
+
+
+# How bad each exit code is, for the exit code of many answers: an error over
+# a bad question over nothing to answer from over ok.
+_SEVERITY = {int(ExitCode.OK): 0, int(ExitCode.NOTHING_TO_ANSWER): 1, int(ExitCode.USAGE): 2}
+
+
+def worst_exit_code(codes: Iterable[int]) -> int:
+    return max(codes, key=lambda code: _SEVERITY.get(code, 3), default=int(ExitCode.OK))
+
+
+async def ask_many(
+    store_path: StoreLocation,
+    llm: LLM,
+    questions: list[Question],
+    options: AskOptions,
+    on_answer: Callable[[Question, AskResult | DocsumError], None],
+    *,
+    concurrency: int,
+    explain: Callable[[Question, str], None] | None = None,
+) -> None:
+    """Answer every question with one store, one vector file and one LLM
+    client, at most `concurrency` questions at a time (the LLM's own limit
+    bounds requests in flight across all of them). `on_answer` gets each
+    result, or the error that stopped it, as soon as it is known."""
+    options.stream = False
+    _check_options(llm, options, None)
+    gate = asyncio.Semaphore(max(1, concurrency))
+    with _open_corpus(store_path) as opened:
+
+        async def one(item: Question) -> None:
+            async with gate:
+                if item.error:
+                    on_answer(item, ConfigError(item.error))
+                    return
+                say = (lambda msg: explain(item, msg)) if explain is not None else None
+                try:
+                    question = _check_question(llm, item.text, options)
+                    synth = make_synthesizer(llm, options, None)
+                    result: AskResult | DocsumError = await _ask_in(opened, store_path, llm, question, options, synth, say)
+                except (LLMError, ConfigError) as exc:
+                    result = exc
+                on_answer(item, result)
+
+        await asyncio.gather(*(one(q) for q in questions))
+
+
+# LLM retrieval planning more calls than this per question gets a warning
+# that names the cheaper hybrid retriever (200 summaries at the default
+# batch of 10).
+EXPENSIVE_RETRIEVAL_CALLS = 20
+
+
+def _retrieval_cost_warnings(options: AskOptions, documents: int, planned: dict[str, int | None]) -> list[str]:
+    calls = planned.get(f"retrieval ({options.retriever})") or 0
+    if options.retriever != "llm" or calls <= EXPENSIVE_RETRIEVAL_CALLS:
+        return []
+    hybrid = planned_choice_calls("hybrid", documents, options.choice_batch_size, options.candidates)
+    return [
+        f"LLM retrieval shows the LLM all {documents} summaries: at least {calls} LLM calls for this question; "
+        f"--retriever hybrid shows it only the {min(documents, options.candidates)} best by embedding "
+        f"({hybrid} call{'s' if hybrid != 1 else ''})"
+    ]
+
+
+def _check_call_limit(options: AskOptions, planned: dict[str, int | None], over: str) -> None:
+    """Refuse (exit 2, with the plan) a question planned beyond --max-calls.
+    A step whose calls cannot be known in advance (a custom synthesizer)
+    counts as none."""
+    limit = options.max_calls
+    total = sum(calls or 0 for calls in planned.values())
+    if limit is None or total <= limit:
+        return
+    plan = ", ".join(f"{step} {'?' if calls is None else calls}" for step, calls in planned.items())
+    hint = " or --retriever hybrid" if options.retriever == "llm" else ""
+    raise ConfigError(
+        f"this question plans {total} LLM calls ({plan}; over {over}), more than --max-calls {limit}; "
+        f"nothing more was sent. Raise --max-calls (or max_calls in config.toml){hint}"
+    )
 
 
 async def _with_calls(stream: AsyncIterator[str], calls: list[CallRecord]) -> AsyncIterator[str]:
@@ -229,6 +391,16 @@ async def _answer(
     explain: Callable[[str], None] | None,
 ) -> AskResult:
     say = explain or (lambda _msg: None)
+    documents_in_store = corpus.size()
+    planned: dict[str, int | None] = {
+        f"retrieval ({options.retriever})": planned_choice_calls(
+            options.retriever, documents_in_store, options.choice_batch_size, options.candidates
+        )
+    }
+    cost_warnings = _retrieval_cost_warnings(options, documents_in_store, planned)
+    for warning in cost_warnings:
+        say(f"retrieval: {warning}")
+    _check_call_limit(options, planned, f"{documents_in_store} summaries")
     # Summaries are read for the kept candidates only (what --explain lists).
     keep = max(options.top_k, options.candidates, SHOWN_CANDIDATES)
     found: Retrieval = await _in_step(f"retrieval ({options.retriever})", retrieve(
@@ -255,7 +427,7 @@ async def _answer(
         say(f"... and {unlisted} lower-scored document(s) not listed")
     for note in found.notes:
         say(f"retrieval: {note}")
-    warnings = [n for n in found.notes if "could not be parsed" in n]
+    warnings = cost_warnings + [n for n in found.notes if "could not be parsed" in n]
     base: dict[str, Any] = {"documents": documents, "candidates": candidates, "notes": list(found.notes), "warnings": warnings}
     if not found.chosen:
         reason = "no document was chosen for this question"
@@ -276,6 +448,18 @@ async def _answer(
     if options.cutoff is not None:
         nodes, report = similarity_cutoff(nodes, options.cutoff)
         steps.append(report)
+    if options.max_calls is not None and nodes:
+        # The later steps only ever shrink the passages, so the answer is
+        # planned on them as they are now: an upper bound.
+        if options.rerank:
+            planned["rerank"] = math.ceil(len(nodes) / options.choice_batch_size)
+        if options.compress:
+            planned["compress"] = len(nodes)
+        answer_calls = planned_calls(synth, question, [n.node.text for n in nodes], **options.variables)
+        planned[f"answer ({options.mode})"] = answer_calls
+        if options.polish and answer_calls != 0:
+            planned["polish"] = 1
+        _check_call_limit(options, planned, f"{len(nodes)} passages of {len(found.chosen)} documents")
     if options.rerank and nodes:
         nodes, report = await _in_step("rerank", llm_rerank(llm, question, nodes, options.rerank))
         steps.append(report)

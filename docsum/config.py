@@ -69,6 +69,7 @@ SPECS: list[SettingSpec] = [
     SettingSpec("retriever", None, "fused, embedding, bm25, llm or hybrid (default: fused with offline vectors, embedding with a server's).", ("DOCSUM_RETRIEVER",), _choice("fused", "embedding", "bm25", "llm", "hybrid")),
     SettingSpec("choice_batch_size", 10, "Summaries per LLM choice-select call.", (), _positive_int),
     SettingSpec("candidates", 20, "Embedding candidates the hybrid retriever hands to LLM choice.", (), _positive_int),
+    SettingSpec("max_calls", 200, "Most LLM calls one `docsum ask` question may plan; beyond it the question is refused (exit 2) with its plan. (`docsum build --max-calls N` limits one build.)", ("DOCSUM_MAX_CALLS",), _positive_int),
 ]
 SPEC_BY_NAME = {s.name: s for s in SPECS}
 
