@@ -15,16 +15,18 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Awaitable, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Optional, TypeVar
 
 import typer
 
 from cli.env import Environment, configure_logging
 from docsum.config import Settings, load_settings, make_llm
 from docsum.errors import DocsumError, ExitCode, Interrupted
-from docsum.llm import LLM
 from docsum.paths import data_dir, resolve_store_path, validate_index_name
 from docsum.stores import StoreLocation, is_postgres, location_secrets
+
+if TYPE_CHECKING:  # the engines (and numpy) load when a command asks for one
+    from docsum.llm import LLM
 
 T = TypeVar("T")
 

@@ -9,9 +9,10 @@ import logging
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
+if TYPE_CHECKING:  # rich is imported only when something is drawn on a terminal
+    from rich.console import Console
 
 
 @dataclass
@@ -39,6 +40,8 @@ class Environment:
         return env
 
     def err_console(self) -> Console:
+        from rich.console import Console
+
         return Console(file=self.stderr, force_terminal=self.stderr_isatty, no_color=not self.color, highlight=False, soft_wrap=True)
 
     def redact(self, text: str) -> str:

@@ -5,15 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
+from typing import TYPE_CHECKING
+
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from cli.common import Common, run_async, with_common
 from docsum.errors import ConfigError, ExitCode
-from docsum.evaluate import EvalReport, evaluate, load_questions
-from docsum.llm import estimated_cost
-from docsum.retrieve import RETRIEVERS, default_retriever
+
+# Imported when eval runs: every other command registers eval, none needs it.
+if TYPE_CHECKING:
+    from docsum.evaluate import EvalReport
 
 
 @with_common
@@ -33,6 +34,9 @@ def eval_command(
     (recall@k, precision@k, MRR@k, all-found@k; overall and per kind), optionally
     beside a chunk-retrieval baseline over the same nodes, and with --answers
     how often the full answer is right."""
+    from docsum.evaluate import evaluate, load_questions
+    from docsum.retrieve import default_retriever
+
     names = _retriever_names(retrievers)
     items = load_questions(questions)
     if max_questions:
@@ -65,6 +69,8 @@ def eval_command(
 
 
 def _retriever_names(option: str | None) -> list[str]:
+    from docsum.retrieve import RETRIEVERS
+
     if option is None:
         return []
     if option.strip() == "all":
@@ -77,6 +83,11 @@ def _retriever_names(option: str | None) -> list[str]:
 
 
 def _print_table(common: Common, report: EvalReport, details: bool, model: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from docsum.llm import estimated_cost
+
     env = common.env
     # The table is the result, so it goes to stdout (colour only on a terminal).
     console = Console(file=env.stdout, force_terminal=env.stdout_isatty, no_color=not env.color, highlight=False)

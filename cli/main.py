@@ -16,20 +16,20 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from cli.common import Common, run_async, with_common
-from cli.render import BuildProgress, print_answer, print_build_report
-from docsum.ask import AskOptions, AskResult, Question, ask as ask_question
-from docsum.build import BuildOptions, build as build_store
 from docsum.config import config_file_path, describe_embedder
 from docsum.errors import ConfigError, DocsumError, ExitCode
 from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
-from docsum.retrieve import default_retriever
-from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
-from docsum.schema import ResponseStatus
+from docsum.schema import ResponseMode, ResponseStatus
 from docsum.stores import DocumentStore, display_location, is_postgres, open_store, store_exists
-from docsum.synthesize import EMPTY_ANSWER_REASON, ResponseMode, load_synthesizer_class
 
+# Each command imports the rest of docsum itself, so that a command (and
+# --help) loads only what it uses: numpy with vectors, openai with the first
+# request, rich on a terminal, the evaluation code for eval.
 if TYPE_CHECKING:
+    from docsum.ask import AskOptions, AskResult, Question
+    from docsum.build import BuildOptions
     from docsum.llm import LLM
+    from docsum.store import DocumentRecord
 
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.
@@ -93,6 +93,10 @@ def build(
     (they are listed and retried next run) or a folder could not be listed or
     is empty while the store holds documents from it (they are kept), 4 if
     another build holds the store."""
+    from cli.render import BuildProgress, print_build_report
+    from docsum.build import BuildOptions, build as build_store
+    from docsum.prompts import load_template_file
+
     settings = common.settings
     options = BuildOptions(
         paths=[p.expanduser() for p in paths],
@@ -131,6 +135,8 @@ def build(
 def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit: int) -> None:
     """Plan the build as --dry-run does; refuse it before any call when it
     plans more than `limit` LLM calls."""
+    from docsum.build import build as build_store
+
     plan = run_async(lambda: build_store(store_path, llm, dataclasses.replace(options, dry_run=True)))
     planned = plan.as_dict()["planned"]
     if planned["llm_calls"] > limit:
@@ -184,6 +190,12 @@ def ask(
     chosen, everything filtered, nothing satisfied the question). With
     --questions FILE: one JSON line per question as each is answered, and the
     worst of the answers' exit codes (1 over 2 over 5 over 0)."""
+    from cli.render import print_answer
+    from docsum.ask import AskOptions, ask as ask_question
+    from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
+    from docsum.retrieve import default_retriever
+    from docsum.synthesize import EMPTY_ANSWER_REASON, load_synthesizer_class
+
     if (question is None) == (questions is None):
         raise ConfigError("give either a QUESTION or --questions FILE")
     custom = None if mode in MODES else load_synthesizer_class(mode)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
-
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from typing import TYPE_CHECKING
 
 from cli.env import Environment
-from docsum.ask import AskResult
-from docsum.build import BuildReport, FileOutcome
 from docsum.discover import skipped_summary
+
+if TYPE_CHECKING:  # rich only on a terminal; docsum.ask and docsum.build come with their commands
+    from rich.progress import Progress
+
+    from docsum.ask import AskResult
+    from docsum.build import BuildReport, FileOutcome
 
 
 class BuildProgress:
@@ -28,6 +31,8 @@ class BuildProgress:
         if not self.enabled:
             return
         if self.env.stderr_isatty:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
             self.bar = Progress(
                 TextColumn("[bold]build"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
                 TimeElapsedColumn(), TimeRemainingColumn(), console=self.env.err_console(), transient=True,

@@ -8,12 +8,48 @@ The library under the `docsum` command. Typical use::
     print(synth.synthesize("What is this about?", [NodeWithScore(Node("Some text."))]))
 """
 
-from docsum.errors import DocsumError, ExitCode
-from docsum.extractive import ExtractiveLLM
-from docsum.llm import LLM, OpenAILLM, track_calls
-from docsum.prompts import PromptTemplate
-from docsum.schema import Node, NodeWithScore, Response, ResponseStatus
-from docsum.synthesize import BaseSynthesizer, ResponseMode, get_response_synthesizer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Where each public name lives. They are imported on first use (PEP 562), so
+# `import docsum.store` or the CLI's start-up does not pay for the engines,
+# numpy and the tokenizer until something needs them.
+_PUBLIC = {
+    "BaseSynthesizer": "docsum.synthesize",
+    "DocsumError": "docsum.errors",
+    "ExitCode": "docsum.errors",
+    "ExtractiveLLM": "docsum.extractive",
+    "LLM": "docsum.llm",
+    "Node": "docsum.schema",
+    "NodeWithScore": "docsum.schema",
+    "OpenAILLM": "docsum.llm",
+    "PromptTemplate": "docsum.prompts",
+    "Response": "docsum.schema",
+    "ResponseMode": "docsum.schema",
+    "ResponseStatus": "docsum.schema",
+    "get_response_synthesizer": "docsum.synthesize",
+    "track_calls": "docsum.llm",
+}
+
+if TYPE_CHECKING:
+    from docsum.errors import DocsumError, ExitCode
+    from docsum.extractive import ExtractiveLLM
+    from docsum.llm import LLM, OpenAILLM, track_calls
+    from docsum.prompts import PromptTemplate
+    from docsum.schema import Node, NodeWithScore, Response, ResponseMode, ResponseStatus
+    from docsum.synthesize import BaseSynthesizer, get_response_synthesizer
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'docsum' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BaseSynthesizer",

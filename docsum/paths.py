@@ -47,6 +47,14 @@ def data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
+def cache_dir() -> Path:
+    """Directory for files docsum can always rebuild: $DOCSUM_HOME/cache, else the platform's user cache dir."""
+    home = docsum_home()
+    if home is not None:
+        return home / "cache"
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
 def config_dir() -> Path:
     """Directory for configuration: $DOCSUM_HOME/config, else the platform's user config dir."""
     home = docsum_home()

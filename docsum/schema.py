@@ -80,6 +80,20 @@ class Usage:
         }
 
 
+class ResponseMode(str, enum.Enum):
+    """How an answer is put together (docsum ask --mode). Here, not in
+    docsum.synthesize, so the CLI can list the modes without importing it."""
+
+    REFINE = "refine"
+    COMPACT = "compact"
+    TREE_SUMMARIZE = "tree_summarize"
+    SIMPLE_SUMMARIZE = "simple_summarize"
+    NO_TEXT = "no_text"
+    CONTEXT_ONLY = "context_only"
+    ACCUMULATE = "accumulate"
+    COMPACT_ACCUMULATE = "compact_accumulate"
+
+
 class ResponseStatus(str, enum.Enum):
     OK = "ok"
     EMPTY = "empty"  # nothing to answer from

@@ -36,12 +36,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from docsum.errors import DocsumError, StoreVersionError
 from docsum.vectors import VectorChange, VectorChanges, cache_path_for
+
+if TYPE_CHECKING:  # numpy is imported where vectors are touched: listing documents needs none
+    import numpy as np
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -236,6 +237,8 @@ class NodeRecord:
 
 
 def encode_embedding(embedding: np.ndarray) -> bytes:
+    import numpy as np
+
     # Explicit little-endian so a store copied between machines reads the same.
     arr = np.asarray(embedding, dtype="<f4")
     if arr.ndim != 1 or arr.size == 0:
@@ -249,6 +252,8 @@ def encode_embedding(embedding: np.ndarray) -> bytes:
 def decode_embedding(blob: bytes | None) -> np.ndarray | None:
     if blob is None:
         return None
+    import numpy as np
+
     # astype copies: frombuffer returns a read-only view of the bytes object.
     return np.frombuffer(blob, dtype="<f4").astype(np.float32)
 
@@ -339,6 +344,8 @@ def stack_embeddings(rows: Sequence[Sequence[Any]]) -> tuple[list[str], np.ndarr
     model = next(iter(models)) if len(models) == 1 else None
     if any(r[1] is None for r in rows) or len(models) != 1:
         return doc_ids, None, model
+    import numpy as np
+
     vectors = [np.frombuffer(r[1], dtype="<f4") for r in rows]
     if len({v.shape for v in vectors}) != 1:
         return doc_ids, None, model

@@ -14,12 +14,13 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from docsum.store import CallRow, DocumentRecord, NodeRecord, Store
 from docsum.vectors import VectorChanges
+
+if TYPE_CHECKING:  # annotations only: the CLI imports this module for every command
+    import numpy as np
 
 StoreLocation = Path | str
 

@@ -21,7 +21,7 @@ from docsum.budget import PromptBudget
 from docsum.errors import ConfigError
 from docsum.llm import LLM, track_calls
 from docsum.prompts import REFINE_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, structured
-from docsum.schema import NodeWithScore, Response, ResponseStatus
+from docsum.schema import NodeWithScore, Response, ResponseMode, ResponseStatus
 
 log = logging.getLogger("docsum")
 
@@ -31,17 +31,6 @@ MAX_TREE_DEPTH = 6
 EMPTY_ANSWER_REASON = "the model returned an empty answer"
 
 ProgressFn = Callable[[str], None]
-
-
-class ResponseMode(str, enum.Enum):
-    REFINE = "refine"
-    COMPACT = "compact"
-    TREE_SUMMARIZE = "tree_summarize"
-    SIMPLE_SUMMARIZE = "simple_summarize"
-    NO_TEXT = "no_text"
-    CONTEXT_ONLY = "context_only"
-    ACCUMULATE = "accumulate"
-    COMPACT_ACCUMULATE = "compact_accumulate"
 
 
 class NotSatisfied(Exception):
