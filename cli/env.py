@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # rich is imported only when something is drawn on a terminal
@@ -53,6 +54,34 @@ class Environment:
     def out(self, text: str = "") -> None:
         self.stdout.write(self.redact(text) + "\n")
         self.stdout.flush()
+
+    def out_lines(self, lines: Iterable[str], block: int = 1000) -> None:
+        """Many result lines, written a block at a time (one flush per line
+        would cost a system call each on a 100,000-document listing)."""
+        buffer: list[str] = []
+        for line in lines:
+            buffer.append(self.redact(line))
+            if len(buffer) >= block:
+                self.stdout.write("\n".join(buffer) + "\n")
+                buffer.clear()
+        if buffer:
+            self.stdout.write("\n".join(buffer) + "\n")
+        self.stdout.flush()
+
+    def out_json_array(self, items: Iterable[Any]) -> None:
+        """One JSON array, an element per line, written as the elements come."""
+        rows = (json.dumps(item, ensure_ascii=False, default=str) for item in items)
+        first = True
+
+        def lines() -> Iterator[str]:
+            nonlocal first
+            yield "["
+            for row in rows:
+                yield ("  " if first else ", ") + row
+                first = False
+            yield "]"
+
+        self.out_lines(lines())
 
     def out_json(self, data: Any) -> None:
         # Redacting inside the serialized text keeps the JSON valid: a key

@@ -310,17 +310,22 @@ def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:
 @with_common
 def summaries(*, common: Common) -> int:
     """List the documents in the store: id, path and the first line of each summary."""
+    # Streamed from the store row by row: memory stays flat at any size.
     with _open_existing(common) as store:
-        docs = store.list_documents()
-    if common.json:
-        common.env.out_json(
-            [{"doc_id": d.doc_id, "path": d.path, "title": d.title, "pages": d.page_count, "tokens": d.token_count, "summary": d.summary} for d in docs]
-        )
-        return ExitCode.OK
-    for d in docs:
-        first = d.summary.strip().splitlines()[0] if d.summary.strip() else ""
-        common.env.out(f"{d.doc_id}  {d.path}  {first[:160]}")
+        docs = store.iter_documents()
+        if common.json:
+            common.env.out_json_array(
+                {"doc_id": d.doc_id, "path": d.path, "title": d.title, "pages": d.page_count, "tokens": d.token_count, "summary": d.summary}
+                for d in docs
+            )
+            return ExitCode.OK
+        common.env.out_lines(f"{d.doc_id}  {d.path}  {_first_line(d.summary)[:160]}" for d in docs)
     return ExitCode.OK
+
+
+def _first_line(text: str) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0] if stripped else ""
 
 
 def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]

@@ -256,7 +256,8 @@ class Builder:
         discovery = await asyncio.to_thread(
             discover, self.options.paths, follow_symlinks=self.options.follow_symlinks, exclude=self.options.exclude
         )
-        stored = {d.doc_id: d for d in self.store.list_documents()}
+        # Without summaries: the comparison needs sizes, times and hashes only.
+        stored = {d.doc_id: d for d in self.store.iter_documents(with_summaries=False)}
         todo: list[_Work] = []
         known: list[FileOutcome] = []
         touched: list[tuple[str, int, int]] = []
@@ -432,7 +433,7 @@ class Builder:
                 busy: list[_Work] = []  # claimed by another builder sharing the store
 
                 async def one(work: _Work) -> None:
-                    await gate.acquire()
+                    # The gate was taken by run_all() for this document.
                     holding = True
 
                     def release_gate() -> None:
@@ -473,20 +474,47 @@ class Builder:
                     self._count(report, outcome)
                     self.reporter.file_done(outcome)
 
-                await asyncio.gather(*(one(w) for w in todo))
+                async def run_all(works: list[_Work]) -> None:
+                    """Start each document when the gate lets it in, not all at
+                    once: 100,000 waiting tasks would hold memory for nothing."""
+                    running: set[asyncio.Task[None]] = set()
+                    raised: list[BaseException] = []
+
+                    def finished(task: asyncio.Task[None]) -> None:
+                        running.discard(task)
+                        if not task.cancelled() and task.exception() is not None:
+                            raised.append(task.exception())  # type: ignore[arg-type]
+
+                    try:
+                        for work in works:
+                            await gate.acquire()
+                            if raised:
+                                gate.release()
+                                break  # a document raised: start no more
+                            task = asyncio.ensure_future(one(work))
+                            running.add(task)
+                            task.add_done_callback(finished)
+                        await asyncio.gather(*running)
+                        if raised:
+                            raise raised[0]
+                    finally:
+                        for task in running:
+                            task.cancel()
+
+                await run_all(todo)
                 # A success that finished after the trip (documents complete out
                 # of order) shows the server works: the deferred documents run
                 # now. Each pass starts at least one document, so this ends.
                 while deferred and not breaker.tripped:
                     batch, deferred[:] = list(deferred), []
-                    await asyncio.gather(*(one(w) for w in batch))
+                    await run_all(batch)
                 # Documents other builders held: wait until each is stored by
                 # them (then it is done) or its claim is released or taken
                 # over (a dead builder's), and do it then.
                 while busy and not breaker.tripped:
                     await asyncio.sleep(CLAIM_POLL_SECONDS)
                     batch, busy[:] = list(busy), []
-                    await asyncio.gather(*(one(w) for w in batch))
+                    await run_all(batch)
                 if breaker.tripped:
                     status = "aborted"
                     raise LLMError(breaker.message(len(deferred)))
@@ -606,8 +634,10 @@ class Builder:
             # documents of the run: report it as this file's failure.
             log.debug("reading %s failed", rel, exc_info=True)
             return self._failed(root, rel, unexpected_reason(exc))
-        if work.resplit_only and work.existing is not None:
-            return self._resplit(work, parsed)
+        if work.resplit_only:
+            current = next((d for d in self.store.find_documents(work.doc_id) if d.doc_id == work.doc_id), None)
+            if current is not None:  # else removed meanwhile (`docsum remove` does not take the lock): summarize anew
+                return self._resplit(work, current, parsed)
         try:
             with track_calls() as calls:
                 summary = await self.summarizer.aget_response(self.query, [loaded.text])
@@ -664,15 +694,11 @@ class Builder:
             prompt_tokens=sum(c.prompt_tokens for c in calls), warnings=loaded.warnings, extractor=loaded.extractor,
         )
 
-    def _resplit(self, work: _Work, parsed: Parsed) -> FileOutcome:
+    def _resplit(self, work: _Work, current: DocumentRecord, parsed: Parsed) -> FileOutcome:
         """Only the split settings changed: new nodes, the stored summary and
         embedding kept (the summary reads the whole text, not the nodes)."""
         rel = work.found.relpath
         loaded, chunks = parsed.loaded, parsed.chunks
-        current = next((d for d in self.store.find_documents(work.doc_id) if d.doc_id == work.doc_id), None)
-        if current is None:  # removed meanwhile (`docsum remove` does not take the lock)
-            current = work.existing
-            assert current is not None
         tok = self.llm.metadata.tokenizer
         record = dataclasses.replace(
             current,

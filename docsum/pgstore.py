@@ -324,10 +324,17 @@ class PostgresStore:
 
     # ------------------------------------------------------------------ documents
 
-    def list_documents(self, with_embeddings: bool = False) -> list[DocumentRecord]:
-        """All documents ordered by path, then root."""
+    def list_documents(self, with_embeddings: bool = False, with_summaries: bool = True) -> list[DocumentRecord]:
+        """All documents ordered by path, then root. with_summaries=False
+        leaves `summary` empty: what a build compares, at half the memory."""
         columns = DOC_COLUMNS if with_embeddings else DOC_COLUMNS_NO_EMBEDDING
+        if not with_summaries:
+            columns = columns.replace(" summary,", " '',")
         return [document_from_row(r) for r in self._rows(f"SELECT {columns} FROM documents ORDER BY path, root")]
+
+    def iter_documents(self, with_embeddings: bool = False, with_summaries: bool = True) -> Iterator[DocumentRecord]:
+        """list_documents as an iterator (the rows are fetched at once here)."""
+        return iter(self.list_documents(with_embeddings, with_summaries))
 
     def document_count(self) -> int:
         return int(self._rows("SELECT count(*) FROM documents")[0][0])

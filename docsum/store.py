@@ -636,11 +636,18 @@ class Store:
 
     # ------------------------------------------------------------------ documents
 
-    def list_documents(self, with_embeddings: bool = False) -> list[DocumentRecord]:
-        """All documents ordered by path (then root)."""
+    def list_documents(self, with_embeddings: bool = False, with_summaries: bool = True) -> list[DocumentRecord]:
+        """All documents ordered by path (then root). with_summaries=False
+        leaves `summary` empty: what a build compares, at half the memory."""
+        return list(self.iter_documents(with_embeddings, with_summaries))
+
+    def iter_documents(self, with_embeddings: bool = False, with_summaries: bool = True) -> Iterator[DocumentRecord]:
+        """list_documents, a row at a time (memory stays flat for any store)."""
         columns = DOC_COLUMNS if with_embeddings else DOC_COLUMNS_NO_EMBEDDING
-        rows = self.conn.execute(f"SELECT {columns} FROM documents ORDER BY path, root").fetchall()
-        return [document_from_row(r) for r in rows]
+        if not with_summaries:
+            columns = columns.replace(" summary,", " '',")
+        for row in self.conn.execute(f"SELECT {columns} FROM documents ORDER BY path, root"):
+            yield document_from_row(row)
 
     def document_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
