@@ -29,6 +29,7 @@ only docsum's own code differs. Peak RSS comes from wait4's rusage.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -160,6 +161,53 @@ def take_back_to_v2(src: Path, dst: Path) -> None:
     conn.close()
 
 
+def stage_replicate(args: argparse.Namespace, n: int, template_n: int = 1000) -> None:
+    """A store for corpus-N made from the built store of corpus-1000: the
+    documents of corpus-N, each with the summary, vector and nodes that
+    document i % 1,000 got from the server, and its own path, size, time and
+    hash, so that an unchanged rebuild of corpus-N finds every file unchanged.
+    Costs seconds, where building 100,000 documents through the server on
+    this shared machine costs hours; the rows are written by SQL, so the
+    store's triggers log every vector as a build would."""
+    corpus = make_corpus(args.work, n)
+    template = args.work / f"store-{template_n}.sqlite"
+    store = args.work / f"store-{n}.sqlite"
+    for old in args.work.glob(f"store-{n}.sqlite*"):
+        old.unlink()
+    shutil.copy(template, store)
+    conn = sqlite3.connect(store, isolation_level=None)
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(documents)")]
+    rows = {r[columns.index("path")]: r for r in conn.execute("SELECT * FROM documents")}
+    nodes = {r[0]: r for r in conn.execute("SELECT * FROM nodes")}
+    root = next(iter(rows.values()))[columns.index("root")]
+    conn.execute("BEGIN")
+    conn.execute("DELETE FROM nodes")
+    conn.execute("DELETE FROM documents")
+    batch_docs, batch_nodes = [], []
+    for i in range(n):
+        rel = f"part{i // 1000:03d}/doc{i:06d}.txt"
+        path = corpus / rel
+        st = path.stat()
+        source = list(rows[f"part000/doc{i % template_n:06d}.txt"])
+        doc_id = hashlib.sha256(f"{corpus}\0{rel}".encode()).hexdigest()[:12]
+        for name, value in (("doc_id", doc_id), ("path", rel), ("root", str(corpus)), ("size", st.st_size),
+                            ("mtime_ns", st.st_mtime_ns), ("sha256", hashlib.sha256(path.read_bytes()).hexdigest())):
+            source[columns.index(name)] = value
+        node = list(nodes[rows[f"part000/doc{i % template_n:06d}.txt"][0]])
+        node[0] = doc_id
+        batch_docs.append(source)
+        batch_nodes.append(node)
+        if len(batch_docs) >= 5000 or i == n - 1:
+            conn.executemany(f"INSERT INTO documents VALUES ({', '.join('?' * len(columns))})", batch_docs)
+            conn.executemany(f"INSERT INTO nodes VALUES ({', '.join('?' * len(node))})", batch_nodes)
+            batch_docs, batch_nodes = [], []
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    assert root  # the template's folder is replaced by corpus-N's
+    save(f"replicate-{n}", {"documents": n, "template": template_n, "store_mib": round(store.stat().st_size / 2**20, 1)})
+
+
 def stage_build(args: argparse.Namespace, after: Tree, n: int) -> None:
     corpus = make_corpus(args.work, n)
     store = args.work / f"store-{n}.sqlite"
@@ -183,6 +231,20 @@ def stage_build(args: argparse.Namespace, after: Tree, n: int) -> None:
         "unchanged_wall_s": round(again_s, 2), "unchanged_peak_rss_mib": round(again_rss, 1),
         "unchanged_counts": json.loads(again_out)["documents"],
     })
+
+
+def stage_unchanged(args: argparse.Namespace, after: Tree, n: int) -> None:
+    """The unchanged rebuild alone (of a replicated store): wall time and peak RSS."""
+    corpus = make_corpus(args.work, n)
+    store = args.work / f"store-{n}.sqlite"
+    with Server(0.0) as server:
+        load = loadavg()
+        seconds, rss, code, out, _ = after.docsum("build", corpus, "--store", store, *server_flags(server.url),
+                                                  "--concurrency", "16", "-q", "--json")
+    report = json.loads(out)
+    save(f"unchanged-{n}", {"documents": n, "wall_s": round(seconds, 2), "peak_rss_mib": round(rss, 1), "exit": code,
+                            "counts": report["documents"], "llm_calls": report["usage"]["llm_calls"],
+                            "loadavg_before": load, "loadavg_after": loadavg()})
 
 
 def stage_ask(args: argparse.Namespace, trees: list[Tree], n: int) -> None:
@@ -320,7 +382,7 @@ def tables() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stages", nargs="+", choices=["corpus", "build", "ask", "cold", "batch", "bound", "tables", "all"])
+    parser.add_argument("stages", nargs="+", choices=["corpus", "build", "replicate", "unchanged", "ask", "cold", "batch", "bound", "tables", "all"])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--before", type=Path, default=Path(os.environ.get("DOCSUM_BEFORE", "/tmp/docsum-before")))
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("SCALE_WORK", "/tmp/bench-scale")))
@@ -343,6 +405,12 @@ def main() -> None:
         elif stage == "build":
             for n in sizes:
                 stage_build(args, after, n)
+        elif stage == "replicate":
+            for n in sizes:
+                stage_replicate(args, n)
+        elif stage == "unchanged":
+            for n in sizes:
+                stage_unchanged(args, after, n)
         elif stage == "ask":
             for n in sizes:
                 stage_ask(args, trees, n)
