@@ -233,6 +233,41 @@ def stage_build(args: argparse.Namespace, after: Tree, n: int) -> None:
     })
 
 
+def stage_window(args: argparse.Namespace, after: Tree, n: int) -> None:
+    """A build of N new documents for --window seconds, then SIGINT (on this
+    shared machine a whole 100,000-document build takes hours): documents
+    committed, their rate, the peak RSS over the window (discovery and
+    reconciliation of all N files included), and that SIGINT leaves a store
+    the next build resumes."""
+    import signal
+
+    corpus = make_corpus(args.work, n)
+    store = args.work / f"window-{n}.sqlite"
+    for old in args.work.glob(store.name + "*"):
+        old.unlink()
+    with Server(0.0) as server:
+        load = loadavg()
+        argv = [PY, "-m", "cli.main", "build", str(corpus), "--store", str(store), *server_flags(server.url),
+                "--concurrency", "16", "-q", "--json"]
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=after.path, env=after.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            proc.wait(args.window)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
+    conn = sqlite3.connect(store)
+    done = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+    first, last = conn.execute("SELECT MIN(started_at), MAX(finished_at) FROM runs").fetchone()
+    conn.close()
+    save(f"window-{n}", {"documents": n, "window_s": args.window, "wall_s": round(seconds, 1), "committed": done,
+                         "docs_per_s": round(done / seconds, 1), "ms_per_doc_including_start": round(seconds / max(done, 1) * 1000, 1),
+                         "peak_rss_mib": round(usage.ru_maxrss / 1024.0, 1), "exit": os.waitstatus_to_exitcode(status),
+                         "store_mib": round(store.stat().st_size / 2**20, 1), "run": [first, last],
+                         "loadavg_before": load, "loadavg_after": loadavg()})
+
+
 def stage_unchanged(args: argparse.Namespace, after: Tree, n: int) -> None:
     """The unchanged rebuild alone (of a replicated store): wall time and peak RSS."""
     corpus = make_corpus(args.work, n)
@@ -382,12 +417,13 @@ def tables() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stages", nargs="+", choices=["corpus", "build", "replicate", "unchanged", "ask", "cold", "batch", "bound", "tables", "all"])
+    parser.add_argument("stages", nargs="+", choices=["corpus", "build", "replicate", "unchanged", "window", "ask", "cold", "batch", "bound", "tables", "all"])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--before", type=Path, default=Path(os.environ.get("DOCSUM_BEFORE", "/tmp/docsum-before")))
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("SCALE_WORK", "/tmp/bench-scale")))
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cold-runs", type=int, default=10)
+    parser.add_argument("--window", type=float, default=600.0, help="seconds the window stage builds before SIGINT")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -408,6 +444,9 @@ def main() -> None:
         elif stage == "replicate":
             for n in sizes:
                 stage_replicate(args, n)
+        elif stage == "window":
+            for n in sizes:
+                stage_window(args, after, n)
         elif stage == "unchanged":
             for n in sizes:
                 stage_unchanged(args, after, n)
