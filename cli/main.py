@@ -18,7 +18,6 @@ import typer
 from cli.common import Common, run_async, with_common
 from docsum.config import config_file_path, describe_embedder
 from docsum.errors import ConfigError, DocsumError, ExitCode
-from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from docsum.schema import ResponseMode, ResponseStatus
 from docsum.stores import DocumentStore, display_location, is_postgres, open_store, store_exists
 
@@ -81,8 +80,9 @@ def build(
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", metavar="GLOB", help="Do not read files matching GLOB (gitignore syntax, relative to the folder; repeatable). A .docsumignore file in the folder adds more.")] = None,
     prune_empty: Annotated[bool, typer.Option("--prune-empty", help="Remove the documents of a folder that is now empty (refused by default: it may be an unmounted share).")] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, max=256, help="Processes reading files in parallel [default: one per core].")] = None,
-    parse_timeout: Annotated[float, typer.Option("--parse-timeout", min=0.1, max=86400, help="Stop reading a file after SECONDS (it fails; the rest go on).")] = DEFAULT_TIMEOUT_S,
-    parse_memory: Annotated[int, typer.Option("--parse-memory", min=128, max=1 << 20, help="Memory limit in MB of each file-reading process.")] = DEFAULT_MEMORY_MB,
+    # Defaults applied in the command: docsum.parsing (tiktoken, the readers) is not imported for --help.
+    parse_timeout: Annotated[Optional[float], typer.Option("--parse-timeout", min=0.1, max=86400, help="Stop reading a file after SECONDS (it fails; the rest go on) [default: 300].")] = None,
+    parse_memory: Annotated[Optional[int], typer.Option("--parse-memory", min=128, max=1 << 20, help="Memory limit in MB of each file-reading process [default: 3072].")] = None,
     max_calls: Annotated[Optional[int], typer.Option("--max-calls", min=1, help="Plan first; refuse (exit 2, with the plan) a build of more LLM calls.")] = None,
     *,
     common: Common,
@@ -95,6 +95,7 @@ def build(
     another build holds the store."""
     from cli.render import BuildProgress, print_build_report
     from docsum.build import BuildOptions, build as build_store
+    from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
     from docsum.prompts import load_template_file
 
     settings = common.settings
@@ -110,8 +111,8 @@ def build(
         exclude=list(exclude or []),
         prune_empty=prune_empty,
         jobs=jobs,
-        parse_timeout_s=parse_timeout,
-        parse_memory_mb=parse_memory,
+        parse_timeout_s=DEFAULT_TIMEOUT_S if parse_timeout is None else parse_timeout,
+        parse_memory_mb=DEFAULT_MEMORY_MB if parse_memory is None else parse_memory,
     )
     if summary_query:
         options.summary_query = summary_query
