@@ -11,9 +11,13 @@ the store creates its own directory (with mode 0700) when it first writes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import platformdirs
 
@@ -93,3 +97,19 @@ def resolve_store_path(store: str | Path | None, index: str | None) -> Path:
     if from_env is not None:
         return from_env
     return data_dir() / "indexes" / f"{index or 'default'}.sqlite"
+
+
+@contextlib.contextmanager
+def replaced_atomically(path: Path) -> Iterator[BinaryIO]:
+    """A private (0600) file written beside `path` and renamed over it when
+    the block ends; on any error it is removed and `path` is left as it was,
+    so a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

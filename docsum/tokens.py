@@ -14,14 +14,11 @@ from an underestimate would overflow the server's context window.
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
 import gzip
 import hashlib
 import marshal
 import math
-import os
-import tempfile
 from importlib import resources
 from pathlib import Path
 
@@ -148,17 +145,12 @@ def _cache_ranks(spec: _Spec, ranks: dict[bytes, int]) -> None:
     and renamed, so a reader never sees half a file."""
     path = _cache_file(spec)
     body = marshal.dumps(ranks)
+    from docsum.paths import replaced_atomically
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(hashlib.sha256(body).digest() + body)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        with replaced_atomically(path) as out:
+            out.write(hashlib.sha256(body).digest() + body)
     except OSError:
         pass
 

@@ -35,16 +35,16 @@ dim) that turn cosine into TF-IDF cosine.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import struct
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
+
+from docsum.paths import replaced_atomically
 
 if TYPE_CHECKING:  # numpy is imported when vectors are touched, not before
     import numpy as np
@@ -383,25 +383,18 @@ def write_vectors(path: Path, base: _Base | None, changes: VectorChanges) -> _Ba
             yield np.vstack([c.vector for c in live[start : start + BLOCK_ROWS]])  # type: ignore[misc]
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)  # 0600, like the store
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(b"\0" * HEADER_BYTES)  # the real header goes in last
-            if uniform and dim:
-                for block in matrix_blocks():
-                    out.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
-                    if df is not None:
-                        df += np.count_nonzero(block > 0, axis=0)
-            out.write(b"".join(d.encode("utf-8").ljust(width, b"\0") for d in ids))
-            if df is not None:
-                out.write(df.astype("<i8").tobytes())
-            out.seek(0)
-            out.write(header.to_bytes())
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with replaced_atomically(path) as out:  # 0600, like the store
+        out.write(b"\0" * HEADER_BYTES)  # the real header goes in last
+        if uniform and dim:
+            for block in matrix_blocks():
+                out.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
+                if df is not None:
+                    df += np.count_nonzero(block > 0, axis=0)
+        out.write(b"".join(d.encode("utf-8").ljust(width, b"\0") for d in ids))
+        if df is not None:
+            out.write(df.astype("<i8").tobytes())
+        out.seek(0)
+        out.write(header.to_bytes())
+        out.flush()
+        os.fsync(out.fileno())
     return _Base(path, header, ids, df)
