@@ -112,8 +112,8 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
                     **{k: v for k, v in kwargs.items() if k in ("chunk_size", "chunk_overlap", "top_k", "retriever", "choice_batch_size", "candidates")},
                 }
             )
-            if settings.api_key:
-                env.secrets.append(str(settings.api_key))
+            for secret in settings.secret_values():
+                env.secrets.add(secret)
             common = Common(env, settings, picked["store"], picked["index"], picked["json_out"])
             with contextlib.suppress(ValueError):  # a bad --index is reported by the command itself
                 env.secrets.extend(location_secrets(common.store_path()))

@@ -10,6 +10,8 @@ from cli.env import Environment
 from docsum.ask import AskResult
 from docsum.build import BuildReport, FileOutcome
 from docsum.discover import skipped_summary
+from docsum.llm import closing_stream
+from docsum.sanitize import clean_text
 
 
 class BuildProgress:
@@ -131,13 +133,16 @@ async def print_answer(env: Environment, result: AskResult, as_json: bool) -> No
         return
     if result.stream is not None:
         parts = []
-        async for piece in result.stream:
-            parts.append(piece)
-            env.stdout.write(piece)
-            env.stdout.flush()
+        shown = env.out_stream()  # a key echoed by the server may arrive split across pieces
+        # Closed here, in this task, also when the reader goes away mid-answer.
+        async with closing_stream(result.stream) as stream:
+            async for piece in stream:
+                parts.append(piece)
+                env.stdout.write(clean_text(shown.feed(piece)))
+                env.stdout.flush()
         result.answer = "".join(parts)
         result.stream = None
-        env.stdout.write("\n")
+        env.stdout.write(clean_text(shown.flush()) + "\n")
     elif result.answer or result.status.value == "ok":
         env.out(result.answer)
     if result.sources:

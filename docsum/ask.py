@@ -13,7 +13,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
 
 from docsum.budget import PromptBudget
 from docsum.errors import ConfigError, ContextLengthError
-from docsum.llm import LLM, track_calls
+from docsum.llm import LLM, closing_stream, track_calls
 from docsum.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
 from docsum.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
 from docsum.corpus import StoreCorpus
@@ -196,8 +196,9 @@ async def _with_calls(stream: AsyncIterator[str], calls: list[CallRecord]) -> As
 
     token = _active_sinks.set(_active_sinks.get() + (calls,))
     try:
-        async for piece in stream:
-            yield piece
+        async with closing_stream(stream):
+            async for piece in stream:
+                yield piece
     finally:
         _active_sinks.reset(token)
 
@@ -213,8 +214,9 @@ async def _in_step(step: str, work: Awaitable[T]) -> T:
 
 async def _stream_in_step(step: str, stream: AsyncIterator[str]) -> AsyncIterator[str]:
     try:
-        async for piece in stream:
-            yield piece
+        async with closing_stream(stream):
+            async for piece in stream:
+                yield piece
     except ContextLengthError as exc:
         raise ContextLengthError(f"{step}: {exc}") from None
 
@@ -357,5 +359,6 @@ async def _polish(llm: LLM, question: str, result: AskResult, nodes: list[NodeWi
 async def _polish_stream(stream: AsyncIterator[str], original: str) -> AsyncIterator[str]:
     from docsum.synthesize import _guard_stream
 
-    async for piece in _guard_stream(stream, original):
-        yield piece
+    async with closing_stream(_guard_stream(stream, original)) as guarded:
+        async for piece in guarded:
+            yield piece
