@@ -148,6 +148,8 @@ async def ask(
     question = question.strip()
     if not question:
         raise ConfigError("the question is empty")
+    if options.cutoff is not None and not 0.0 <= options.cutoff <= 1.0:  # also refuses NaN
+        raise ConfigError(f"--cutoff: {options.cutoff} is out of range (allowed: 0..1, a fraction of the best score)")
     meta = llm.metadata
     limit = int((meta.context_window - meta.num_output) * MAX_QUESTION_SHARE)
     length = meta.tokenizer.count(question)
