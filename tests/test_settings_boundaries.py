@@ -96,3 +96,25 @@ def test_chunk_overlap_against_chunk_size_names_both_sources(monkeypatch: pytest
     result = run_cli("build", tmp_path, "--chunk-size", "200")
     assert result.code == 2, result
     assert "env DOCSUM_CHUNK_OVERLAP" in result.stderr and "flag" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"\xff\xfe not text\n", "not UTF-8 text"),
+        (b"[" * 100_000 + b"]" * 100_000 + b"\n", "nested too deeply"),
+        (b"[1, 2]\n", "a JSON object is expected"),
+        (b'{"question": "q", "gold_docs": 5}\n', "'gold_docs' must be"),
+        (b'{"question": {"a": 1}, "gold_docs": ["x"]}\n', "'question' must be"),
+        (b'{"question": "q", "gold_docs": [{"a": 1}]}\n', "'gold_docs' must be"),
+        (b'{"question": "q", "gold_docs": ["a"], "kind": ["x"]}\n', "'kind' must be"),
+        (b'{"question": "q", "gold_docs": ["a"], "answer": {"x": 1}}\n', "'answer' must be"),
+    ],
+)
+def test_a_bad_eval_file_is_exit_2_naming_the_line(tmp_path: Path, content: bytes, said: str) -> None:
+    questions = tmp_path / "questions.jsonl"
+    questions.write_bytes(content)
+    result = run_cli("eval", questions, "--store", tmp_path / "none.sqlite")
+    assert result.code == 2, result
+    assert str(questions) in result.stderr and said in result.stderr
+    assert "internal error" not in result.stderr
