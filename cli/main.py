@@ -12,8 +12,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from cli.common import Common, run_async, with_common
-from cli.render import BuildProgress, print_answer, print_build_report
+from .common import Common, run_async, with_common
+from .render import BuildProgress, print_answer, print_build_report
+from docsum import __version__ as docsum_version
 from docsum.ask import AskOptions, ask as ask_question
 from docsum.build import BuildOptions, build as build_store
 from docsum.config import config_file_path, describe_embedder
@@ -21,6 +22,7 @@ from docsum.errors import ConfigError, DocsumError, ExitCode
 from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from docsum.retrieve import default_retriever
 from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
+from docsum.sanitize import clean_name
 from docsum.schema import ResponseStatus
 from docsum.stores import DocumentStore, display_location, is_postgres, open_store, store_exists
 from docsum.synthesize import EMPTY_ANSWER_REASON, ResponseMode, load_synthesizer_class
@@ -54,6 +56,19 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 config_app = typer.Typer(help="Inspect docsum's settings.", no_args_is_help=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"docsum {docsum_version}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _top(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print docsum's version and exit.")] = False,
+) -> None:
+    """Options that come before the command."""
 app.add_typer(config_app, name="config")
 
 MODES = [m.value for m in ResponseMode]
@@ -86,6 +101,11 @@ def build(
     (they are listed and retried next run) or a folder could not be listed or
     is empty while the store holds documents from it (they are kept), 4 if
     another build holds the store."""
+    # The engine (and its notice) first, so the notice and any error come in
+    # the same order whatever the error.
+    llm = common.llm()
+    if llm.metadata.extractive and summary_language:
+        common.env.info("docsum: note: the offline engine ignores --summary-language (its summaries quote the document)")
     settings = common.settings
     options = BuildOptions(
         paths=[p.expanduser() for p in paths],
@@ -111,7 +131,6 @@ def build(
             # Without it the document never reaches the model: every summary
             # would be paid for and say nothing about its document.
             raise ConfigError(f"{summary_prompt}: a summary prompt must contain {{context_str}} (where the document goes)")
-    llm = common.llm()
     store_path = common.store_path()
     progress = BuildProgress(common.env, enabled=not common.json)
     report = run_async(lambda: build_store(store_path, llm, options, progress))
@@ -157,11 +176,11 @@ def ask(
     answer goes to stdout, then its sources; --json prints one JSON document.
     Exit 5 when there is nothing to answer from (empty store, no document
     chosen, everything filtered, nothing satisfied the question)."""
+    llm = common.llm()  # first: its notice comes before any error, whatever the error
     custom = None if mode in MODES else load_synthesizer_class(mode)
     settings = common.settings
     env = common.env
     streaming = (env.stdout_isatty if stream is None else stream) and not common.json
-    llm = common.llm()
     options = AskOptions(
         mode=mode,
         retriever=settings.retriever or default_retriever(llm),
@@ -180,6 +199,7 @@ def ask(
         variables=_parse_vars(var or []),
         stream=streaming,
     )
+    _note_ignored(common, llm.metadata.extractive, options)
     if custom is not None:
         options.synthesizer = custom(llm, streaming=streaming)
     store_path = common.store_path()
@@ -213,6 +233,21 @@ def ask(
     return ExitCode.OK
 
 
+def _note_ignored(common: Common, extractive: bool, options: AskOptions) -> None:
+    """Say once what will have no effect, instead of ignoring it in silence."""
+    if extractive:
+        ignored = [flag for flag, given in (("--polish", options.polish), ("--emotion", bool(options.emotion))) if given]
+        if ignored:
+            common.env.info(f"docsum: note: the offline engine ignores {' and '.join(ignored)} (they steer a language model)")
+    used: set[str] = set()
+    for template in (options.text_qa_template, options.refine_template):
+        if template is not None:
+            used |= set(template.template_vars)
+    unused = sorted(set(options.variables) - used)
+    if unused:
+        common.env.info(f"docsum: warning: --var {', '.join(unused)}: no --template or --refine-template uses it")
+
+
 def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:
     path = common.store_path()
     if not store_exists(path):
@@ -233,7 +268,7 @@ def summaries(*, common: Common) -> int:
         return ExitCode.OK
     for d in docs:
         first = d.summary.strip().splitlines()[0] if d.summary.strip() else ""
-        common.env.out(f"{d.doc_id}  {d.path}  {first[:160]}")
+        common.env.out(f"{d.doc_id}  {clean_name(d.path)}  {clean_name(first[:160])}")
     return ExitCode.OK
 
 
@@ -242,7 +277,7 @@ def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
     if not matches:
         raise ConfigError(f"no document {ref!r} in {store.label}; see `docsum summaries`")
     if len(matches) > 1:
-        names = ", ".join(f"{d.doc_id} ({d.path})" for d in matches[:5])
+        names = ", ".join(f"{d.doc_id} ({clean_name(d.path)})" for d in matches[:5])
         raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id")
     return matches[0]
 
@@ -264,8 +299,8 @@ def show(doc: Annotated[str, typer.Argument(help="Document id or stored path.", 
         common.env.out_json(data)
         return ExitCode.OK
     env = common.env
-    env.out(f"{record.path}  ({record.doc_id})")
-    env.out(f"title: {record.title}")
+    env.out(f"{clean_name(record.path)}  ({record.doc_id})")
+    env.out(f"title: {clean_name(record.title)}")
     env.out(f"nodes: {len(nodes)}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}")
     env.out("")
     env.out(record.summary)
@@ -282,7 +317,7 @@ def remove(doc: Annotated[str, typer.Argument(help="Document id or stored path."
     if common.json:
         common.env.out_json({"removed": {"doc_id": record.doc_id, "path": record.path}})
     else:
-        common.env.out(f"removed {record.path} ({record.doc_id})")
+        common.env.out(f"removed {clean_name(record.path)} ({record.doc_id})")
     return ExitCode.OK
 
 
@@ -326,7 +361,7 @@ def _vector_search(location: object) -> str:
 
 def _register_eval() -> None:
     # Its own module: eval pulls in the evaluation code, which other commands never need.
-    from cli.eval_cmd import eval_command
+    from .eval_cmd import eval_command
 
     app.command("eval")(eval_command)
 
