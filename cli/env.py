@@ -30,6 +30,7 @@ class Environment:
     # URL). Every line docsum writes passes through redact(): the last guard,
     # after the LLM layer's own.
     secrets: Redactor = field(default_factory=Redactor)
+    wrote_stdout: bool = False  # whether any result has gone to stdout yet
 
     @classmethod
     def from_os(cls) -> Environment:
@@ -50,6 +51,7 @@ class Environment:
         return clean_text(self.secrets.redact(text))
 
     def out(self, text: str = "") -> None:
+        self.wrote_stdout = True
         self.stdout.write(self.redact(text) + "\n")
         self.stdout.flush()
 
@@ -61,6 +63,7 @@ class Environment:
     def out_json(self, data: Any) -> None:
         # Redacting inside the serialized text keeps the JSON valid: a key
         # cannot contain a quote or a backslash, so it is never escaped.
+        self.wrote_stdout = True
         text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
         self.stdout.write(clean_json_text(self.secrets.redact(text)) + "\n")
         self.stdout.flush()

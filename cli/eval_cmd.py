@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cli.common import Common, run_async, with_common
+from .common import Common, run_async, with_common
 from docsum.errors import ConfigError, ExitCode
 from docsum.evaluate import EvalReport, evaluate, load_questions
 from docsum.llm import estimated_cost
@@ -33,12 +33,12 @@ def eval_command(
     (recall@k, precision@k, MRR@k, all-found@k; overall and per kind), optionally
     beside a chunk-retrieval baseline over the same nodes, and with --answers
     how often the full answer is right."""
+    llm = common.llm()  # first: its notice comes before any error, whatever the error
     names = _retriever_names(retrievers)
     items = load_questions(questions)
     if max_questions:
         items = items[:max_questions]
     settings = common.settings
-    llm = common.llm()
     names = names or [settings.retriever or default_retriever(llm)]
     store_path = common.store_path()
     env = common.env
@@ -60,7 +60,7 @@ def eval_command(
     if common.json:
         env.out_json(report.as_dict(details=details))
         return ExitCode.OK
-    _print_table(common, report, details, llm.metadata.model)
+    _print_table(common, report, details, llm.metadata.price_key)
     return ExitCode.OK
 
 
@@ -76,7 +76,7 @@ def _retriever_names(option: str | None) -> list[str]:
     return names
 
 
-def _print_table(common: Common, report: EvalReport, details: bool, model: str) -> None:
+def _print_table(common: Common, report: EvalReport, details: bool, model: str | None) -> None:
     env = common.env
     # The table is the result, so it goes to stdout (colour only on a terminal).
     console = Console(file=env.stdout, force_terminal=env.stdout_isatty, no_color=not env.color, highlight=False)

@@ -277,4 +277,12 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         timeout=settings.timeout,
         max_retries=settings.max_retries,
     )
-    return llm, None
+    notice = None
+    if settings.base_url and settings.sources.get("model") == "default":
+        # A local server has its own model names: say what is being asked
+        # for rather than send OpenAI's default name in silence.
+        notice = (
+            f"docsum: no --model given; asking {mask_url(settings.base_url)} for model {settings.model!r} "
+            "(set --model or DOCSUM_MODEL to the server's model name)"
+        )
+    return llm, notice

@@ -18,6 +18,7 @@ import contextvars
 import logging
 import re
 import time
+import urllib.parse
 import weakref
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Iterator
@@ -108,10 +109,18 @@ class LLMMetadata:
     tokenizer: Tokenizer
     engine: str  # "openai" | "extractive"
     embed_model: str
+    # Whether the model's price table applies: a local server answering to
+    # "gpt-4o-mini" costs nothing of the sort.
+    priced: bool = True
 
     @property
     def extractive(self) -> bool:
         return self.engine == "extractive"
+
+    @property
+    def price_key(self) -> str | None:
+        """The model name to look a price up by, or None when none applies."""
+        return self.model if self.priced else None
 
 
 _active_sinks: contextvars.ContextVar[tuple[list[CallRecord], ...]] = contextvars.ContextVar(
@@ -238,6 +247,7 @@ class OpenAILLM(LLM):
             tokenizer=tokenizer_for_model(model),
             engine="openai",
             embed_model=embed_model,
+            priced=_is_openai(base_url),
         )
         super().__init__(metadata, concurrency)
         credentials = url_credentials(base_url)
@@ -559,6 +569,17 @@ class OpenAILLM(LLM):
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.close()
+
+
+def _is_openai(base_url: str | None) -> bool:
+    """Whether requests go to OpenAI itself (whose prices docsum knows)."""
+    if not base_url:
+        return True
+    try:
+        host = urllib.parse.urlsplit(base_url).hostname or ""
+    except ValueError:
+        return False
+    return host == "api.openai.com"
 
 
 def _message_text(content: Any) -> str | None:
