@@ -117,7 +117,8 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
                 env.secrets.add(secret)
             common = Common(env, settings, picked["store"], picked["index"], picked["json_out"])
             with contextlib.suppress(ValueError):  # a bad --index is reported by the command itself
-                env.secrets.extend(location_secrets(common.store_path()))
+                for secret in location_secrets(common.store_path()):
+                    env.secrets.add(secret)
             code = func(common=common, **kwargs) or ExitCode.OK
         except Interrupted as exc:
             name = "SIGTERM" if exc.exit_code == ExitCode.SIGTERM else "SIGINT"

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from docsum.errors import ConfigError
 from docsum.paths import config_dir
-from docsum.sanitize import credential_secrets, mask_url, url_credentials
+from docsum.sanitize import credential_secrets, mask_url
 
 
 @dataclass(frozen=True)
@@ -131,11 +131,9 @@ class Settings:
 
     def secret_values(self) -> list[str]:
         """Every value that must never be printed (see credential_secrets)."""
-        secrets = credential_secrets(self.values.get("api_key"), self.values.get("base_url"))
-        store = url_credentials(self.values.get("store"))  # postgresql://user:password@host/db
-        if store and store[1]:
-            secrets.append(store[1])
-        return secrets
+        # (A password in a postgresql:// store is added by the CLI, from the
+        # store location it resolves: see docsum.stores.location_secrets.)
+        return credential_secrets(self.values.get("api_key"), self.values.get("base_url"))
 
     def describe(self) -> list[dict[str, Any]]:
         """Every setting with its effective value and source; secrets masked."""
