@@ -7,6 +7,8 @@ files failed, 4 store locked by another build, 5 nothing to answer from,
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -22,7 +24,7 @@ from docsum.errors import ConfigError, DocsumError, ExitCode
 from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
 from docsum.retrieve import default_retriever
 from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
-from docsum.sanitize import clean_name
+from docsum.sanitize import clean_name, clean_text
 from docsum.schema import ResponseStatus
 from docsum.stores import DocumentStore, display_location, is_postgres, open_store, store_exists
 from docsum.synthesize import EMPTY_ANSWER_REASON, ResponseMode, load_synthesizer_class
@@ -370,7 +372,22 @@ _register_eval()
 
 
 def run() -> None:
-    app()
+    """The `docsum` executable. A usage error found while the options are
+    parsed (an unknown option, a value of the wrong type or out of range) is
+    reported as the parser does, on stderr with exit 2; with --json it is
+    also the one JSON document on stdout, like every other error."""
+    try:
+        code = app(standalone_mode=False)
+    except Exception as exc:
+        exit_code, show = getattr(exc, "exit_code", None), getattr(exc, "show", None)
+        if not isinstance(exit_code, int) or show is None:
+            raise
+        show()
+        if "--json" in sys.argv[1:]:
+            message = clean_text(" ".join(str(exc.format_message()).split()))  # type: ignore[attr-defined]
+            print(json.dumps({"error": {"exit_code": exit_code, "type": "UsageError", "message": message}}, indent=2))
+        sys.exit(exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fakeopenai import FakeOpenAI, Reply
-from helpers import llm_args, make_docs, run_cli
+from helpers import llm_args, make_docs, run_cli, run_cli_subprocess
 
 OFFLINE_NOTICE = "docsum: no API key or base URL configured"
 
@@ -84,3 +84,17 @@ def test_the_engine_notice_comes_before_every_kind_of_error(store: Path, args: l
     assert result.code == 2, result
     lines = result.stderr.splitlines()
     assert lines[0].startswith(OFFLINE_NOTICE) and lines[-1].startswith("docsum: error:"), lines
+
+
+def test_a_usage_error_from_the_option_parser_is_a_json_document_too(tmp_path: Path) -> None:
+    """`docsum ask q --top-k 0 --json` as a real process: the parser's own
+    error on stderr, exit 2, and the error document on stdout."""
+    result = run_cli_subprocess("ask", "q", "--top-k", "0", "--json", "--store", tmp_path / "s.sqlite")
+    assert result.code == 2, result
+    assert "--top-k" in result.stderr
+    error = result.json()["error"]
+    assert error["exit_code"] == 2 and error["type"] == "UsageError" and "--top-k" in error["message"]
+    plain = run_cli_subprocess("ask", "q", "--top-k", "0", "--store", tmp_path / "s.sqlite")
+    assert plain.code == 2 and plain.stdout == ""
+    version = run_cli_subprocess("--version")
+    assert version.code == 0 and version.stdout.startswith("docsum ")
