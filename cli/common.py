@@ -15,11 +15,11 @@ import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Optional, TypeVar, Union, get_args, get_origin
 
 import typer
 
-from cli.env import Environment, configure_logging
+from .env import Environment, configure_logging
 from docsum.config import Settings, load_settings, make_llm
 from docsum.errors import DocsumError, ExitCode, Interrupted
 from docsum.paths import data_dir, resolve_store_path, validate_index_name
@@ -101,6 +101,7 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
         saved = (list(logger.handlers), logger.propagate, logger.level)
         configure_logging(env)
         code: int = ExitCode.OK
+        failure: tuple[str, str] | None = None  # (type, message) for the --json error document
         try:
             settings = load_settings(
                 {
@@ -114,25 +115,26 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
                     **{k: v for k, v in kwargs.items() if k in ("chunk_size", "chunk_overlap", "top_k", "retriever", "choice_batch_size", "candidates", "max_calls")},
                 }
             )
-            if settings.api_key:
-                env.secrets.append(str(settings.api_key))
+            for secret in settings.secret_values():
+                env.secrets.add(secret)
             common = Common(env, settings, picked["store"], picked["index"], picked["json_out"])
             with contextlib.suppress(ValueError):  # a bad --index is reported by the command itself
-                env.secrets.extend(location_secrets(common.store_path()))
+                for secret in location_secrets(common.store_path()):
+                    env.secrets.add(secret)
             code = func(common=common, **kwargs) or ExitCode.OK
         except Interrupted as exc:
             name = "SIGTERM" if exc.exit_code == ExitCode.SIGTERM else "SIGINT"
             env.error(f"docsum: interrupted by {name}")
-            code = exc.exit_code
+            code, failure = exc.exit_code, ("Interrupted", f"interrupted by {name}")
         except DocsumError as exc:
             env.error(f"docsum: error: {exc}")
-            code = exc.exit_code
+            code, failure = exc.exit_code, (type(exc).__name__, str(exc))
         except ValueError as exc:  # bad names and values that slipped past option parsing
             env.error(f"docsum: error: {exc}")
-            code = ExitCode.USAGE
+            code, failure = ExitCode.USAGE, ("ConfigError", str(exc))
         except KeyboardInterrupt:
             env.error("docsum: interrupted")
-            code = ExitCode.SIGINT
+            code, failure = ExitCode.SIGINT, ("Interrupted", "interrupted by SIGINT")
         except BrokenPipeError:
             # `docsum summaries | head`: the reader has all it wanted. Point
             # stdout at /dev/null so the interpreter's final flush stays quiet.
@@ -146,24 +148,59 @@ def with_common(func: Callable[..., int | None]) -> Callable[..., None]:
                 env.error("".join(traceback.format_exception(exc)).rstrip())
             if isinstance(exc, OSError) and exc.strerror:
                 where = f": {exc.filename}" if exc.filename else ""
-                env.error(f"docsum: error: {exc.strerror.lower()}{where}")
+                message = f"{exc.strerror.lower()}{where}"
             else:
-                env.error(f"docsum: error: store: {exc}")
-            code = ExitCode.ERROR
+                message = f"store: {exc}"
+            env.error(f"docsum: error: {message}")
+            code, failure = ExitCode.ERROR, (type(exc).__name__, message)
         except Exception as exc:  # a bug: one line by default, the traceback with -v
             if env.verbose:
                 env.error("".join(traceback.format_exception(exc)).rstrip())
             hint = "" if env.verbose else " (run with -v for details)"
             env.error(f"docsum: internal error: {type(exc).__name__}: {exc}{hint}")
-            code = ExitCode.ERROR
+            code, failure = ExitCode.ERROR, ("InternalError", f"{type(exc).__name__}: {exc}")
         finally:
             # Library users (and in-process tests) keep their own logging setup.
             logger.handlers[:], logger.propagate, logger.level = saved[0], saved[1], saved[2]
+        if picked["json_out"] and failure is not None and not env.wrote_stdout:
+            # With --json every outcome is one JSON document on stdout.
+            with contextlib.suppress(OSError, ValueError):
+                env.out_json({"error": {"exit_code": int(code), "type": failure[0], "message": failure[1]}})
         if code:
             raise typer.Exit(int(code))
 
+    for param in own + _COMMON_PARAMS:
+        _name_the_value(param)
     wrapper.__signature__ = sig.replace(parameters=own + _COMMON_PARAMS)  # type: ignore[attr-defined]
     return wrapper
+
+
+# What --help calls a value of each type (typer's own default shows Python
+# types: "<list[Path]>", "<float range>").
+_METAVARS: dict[Any, str] = {int: "INTEGER", float: "FLOAT", str: "TEXT", Path: "PATH"}
+
+
+def _name_the_value(param: inspect.Parameter) -> None:
+    """Give an option or argument without a metavar the plain one for its
+    type: FLOAT, PATH; an argument its own name (PATH, QUESTION)."""
+    if get_origin(param.annotation) is not Annotated:
+        return
+    base, *extras = get_args(param.annotation)
+    info = next((e for e in extras if isinstance(e, typer.models.ParameterInfo)), None)
+    if info is None or info.metavar:
+        return
+    if get_origin(base) is Union:  # Optional[X]
+        base = next(a for a in get_args(base) if a is not type(None))
+    many = get_origin(base) is list
+    if many:
+        base = get_args(base)[0]
+    if base is bool:
+        return
+    if isinstance(info, typer.models.ArgumentInfo):
+        # typer itself marks a repeatable argument ("PATH...").
+        info.metavar = param.name.upper().rstrip("S") if many else param.name.upper()
+    elif base in _METAVARS:
+        info.metavar = _METAVARS[base]
 
 
 def run_async(coro_factory: Callable[[], Awaitable[T]]) -> T:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:  # rich is imported only when something is drawn on a terminal
     from rich.console import Console
 
+from docsum.sanitize import Redactor, StreamRedactor, clean_json_text, clean_text
+
 
 @dataclass
 class Environment:
@@ -26,9 +28,11 @@ class Environment:
     quiet: bool = False
     verbose: bool = False
     color: bool = True
-    # Values that must never be printed (the API key). Every line docsum
-    # writes passes through redact(): the last guard, after the LLM layer's own.
-    secrets: list[str] = field(default_factory=list)
+    # Values that must never be printed (the API key, a password in the base
+    # URL). Every line docsum writes passes through redact(): the last guard,
+    # after the LLM layer's own.
+    secrets: Redactor = field(default_factory=Redactor)
+    wrote_stdout: bool = False  # whether any result has gone to stdout yet
 
     @classmethod
     def from_os(cls) -> Environment:
@@ -46,12 +50,12 @@ class Environment:
         return Console(file=self.stderr, force_terminal=self.stderr_isatty, no_color=not self.color, highlight=False, soft_wrap=True)
 
     def redact(self, text: str) -> str:
-        for secret in self.secrets:
-            if secret and len(secret) >= 8:  # a short "key" would mangle ordinary words
-                text = text.replace(secret, "***")
-        return text
+        """`text` as it may be printed: secrets replaced, nothing that could
+        act on a terminal (escape sequences, control characters)."""
+        return clean_text(self.secrets.redact(text))
 
     def out(self, text: str = "") -> None:
+        self.wrote_stdout = True
         self.stdout.write(self.redact(text) + "\n")
         self.stdout.flush()
 
@@ -82,11 +86,17 @@ class Environment:
             yield "]"
 
         self.out_lines(lines())
+    def out_stream(self) -> StreamRedactor:
+        """For text written to stdout piece by piece (a streamed answer):
+        feed each piece, write what it returns, then write flush()."""
+        return self.secrets.stream()
 
     def out_json(self, data: Any) -> None:
         # Redacting inside the serialized text keeps the JSON valid: a key
         # cannot contain a quote or a backslash, so it is never escaped.
-        self.stdout.write(self.redact(json.dumps(data, ensure_ascii=False, indent=2, default=str)) + "\n")
+        self.wrote_stdout = True
+        text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+        self.stdout.write(clean_json_text(self.secrets.redact(text)) + "\n")
         self.stdout.flush()
 
     def info(self, text: str) -> None:

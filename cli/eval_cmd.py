@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cli.common import Common, run_async, with_common
+from .common import Common, run_async, with_common
 from docsum.errors import ConfigError, ExitCode
 
 # Imported when eval runs: every other command registers eval, none needs it.
@@ -37,12 +37,12 @@ def eval_command(
     from docsum.evaluate import evaluate, load_questions
     from docsum.retrieve import default_retriever
 
+    llm = common.llm()  # first: its notice comes before any error, whatever the error
     names = _retriever_names(retrievers)
     items = load_questions(questions)
     if max_questions:
         items = items[:max_questions]
     settings = common.settings
-    llm = common.llm()
     names = names or [settings.retriever or default_retriever(llm)]
     store_path = common.store_path()
     env = common.env
@@ -64,7 +64,7 @@ def eval_command(
     if common.json:
         env.out_json(report.as_dict(details=details))
         return ExitCode.OK
-    _print_table(common, report, details, llm.metadata.model)
+    _print_table(common, report, details, llm.metadata.price_key)
     return ExitCode.OK
 
 
@@ -82,7 +82,7 @@ def _retriever_names(option: str | None) -> list[str]:
     return names
 
 
-def _print_table(common: Common, report: EvalReport, details: bool, model: str) -> None:
+def _print_table(common: Common, report: EvalReport, details: bool, model: str | None) -> None:
     from rich.console import Console
     from rich.table import Table
 

@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from cli.common import Common, run_async, with_common
+from .common import Common, run_async, with_common
+from docsum import __version__ as docsum_version
 from docsum.config import config_file_path, describe_embedder
 from docsum.errors import ConfigError, DocsumError, ExitCode
+from docsum.sanitize import clean_name, clean_text
 from docsum.schema import ResponseMode, ResponseStatus
 from docsum.stores import DocumentStore, display_location, is_postgres, open_store, store_exists
 
@@ -59,6 +61,19 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 config_app = typer.Typer(help="Inspect docsum's settings.", no_args_is_help=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"docsum {docsum_version}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _top(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print docsum's version and exit.")] = False,
+) -> None:
+    """Options that come before the command."""
 app.add_typer(config_app, name="config")
 
 MODES = [m.value for m in ResponseMode]
@@ -93,11 +108,16 @@ def build(
     (they are listed and retried next run) or a folder could not be listed or
     is empty while the store holds documents from it (they are kept), 4 if
     another build holds the store."""
-    from cli.render import BuildProgress, print_build_report
+    from .render import BuildProgress, print_build_report
     from docsum.build import BuildOptions, build as build_store
     from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
     from docsum.prompts import load_template_file
 
+    # The engine (and its notice) first, so the notice and any error come in
+    # the same order whatever the error.
+    llm = common.llm()
+    if llm.metadata.extractive and summary_language:
+        common.env.info("docsum: note: the offline engine ignores --summary-language (its summaries quote the document)")
     settings = common.settings
     options = BuildOptions(
         paths=[p.expanduser() for p in paths],
@@ -123,7 +143,6 @@ def build(
             # Without it the document never reaches the model: every summary
             # would be paid for and say nothing about its document.
             raise ConfigError(f"{summary_prompt}: a summary prompt must contain {{context_str}} (where the document goes)")
-    llm = common.llm()
     store_path = common.store_path()
     if max_calls is not None and not dry_run:
         _check_build_calls(store_path, llm, options, max_calls)
@@ -191,19 +210,19 @@ def ask(
     chosen, everything filtered, nothing satisfied the question). With
     --questions FILE: one JSON line per question as each is answered, and the
     worst of the answers' exit codes (1 over 2 over 5 over 0)."""
-    from cli.render import print_answer
+    from .render import print_answer
     from docsum.ask import AskOptions, ask as ask_question
     from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
     from docsum.retrieve import default_retriever
     from docsum.synthesize import EMPTY_ANSWER_REASON, load_synthesizer_class
 
+    llm = common.llm()  # first: its notice comes before any error, whatever the error
     if (question is None) == (questions is None):
         raise ConfigError("give either a QUESTION or --questions FILE")
     custom = None if mode in MODES else load_synthesizer_class(mode)
     settings = common.settings
     env = common.env
     streaming = (env.stdout_isatty if stream is None else stream) and not common.json and questions is None
-    llm = common.llm()
     options = AskOptions(
         mode=mode,
         retriever=settings.retriever or default_retriever(llm),
@@ -223,6 +242,7 @@ def ask(
         stream=streaming,
         max_calls=settings.max_calls,
     )
+    _note_ignored(common, llm.metadata.extractive, options)
     if custom is not None:
         options.synthesizer = custom(llm, streaming=streaming)
     store_path = common.store_path()
@@ -298,6 +318,19 @@ def _ask_many(common: Common, llm: LLM, source: str, options: AskOptions, explai
 
     run_async(go)
     return worst_exit_code(codes)
+def _note_ignored(common: Common, extractive: bool, options: AskOptions) -> None:
+    """Say once what will have no effect, instead of ignoring it in silence."""
+    if extractive:
+        ignored = [flag for flag, given in (("--polish", options.polish), ("--emotion", bool(options.emotion))) if given]
+        if ignored:
+            common.env.info(f"docsum: note: the offline engine ignores {' and '.join(ignored)} (they steer a language model)")
+    used: set[str] = set()
+    for template in (options.text_qa_template, options.refine_template):
+        if template is not None:
+            used |= set(template.template_vars)
+    unused = sorted(set(options.variables) - used)
+    if unused:
+        common.env.info(f"docsum: warning: --var {', '.join(unused)}: no --template or --refine-template uses it")
 
 
 def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:
@@ -320,7 +353,7 @@ def summaries(*, common: Common) -> int:
                 for d in docs
             )
             return ExitCode.OK
-        common.env.out_lines(f"{d.doc_id}  {d.path}  {_first_line(d.summary)[:160]}" for d in docs)
+        common.env.out_lines(f"{d.doc_id}  {clean_name(d.path)}  {clean_name(_first_line(d.summary)[:160])}" for d in docs)
     return ExitCode.OK
 
 
@@ -334,7 +367,7 @@ def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
     if not matches:
         raise ConfigError(f"no document {ref!r} in {store.label}; see `docsum summaries`")
     if len(matches) > 1:
-        names = ", ".join(f"{d.doc_id} ({d.path})" for d in matches[:5])
+        names = ", ".join(f"{d.doc_id} ({clean_name(d.path)})" for d in matches[:5])
         raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id")
     return matches[0]
 
@@ -356,8 +389,8 @@ def show(doc: Annotated[str, typer.Argument(help="Document id or stored path.", 
         common.env.out_json(data)
         return ExitCode.OK
     env = common.env
-    env.out(f"{record.path}  ({record.doc_id})")
-    env.out(f"title: {record.title}")
+    env.out(f"{clean_name(record.path)}  ({record.doc_id})")
+    env.out(f"title: {clean_name(record.title)}")
     env.out(f"nodes: {len(nodes)}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}")
     env.out("")
     env.out(record.summary)
@@ -374,7 +407,7 @@ def remove(doc: Annotated[str, typer.Argument(help="Document id or stored path."
     if common.json:
         common.env.out_json({"removed": {"doc_id": record.doc_id, "path": record.path}})
     else:
-        common.env.out(f"removed {record.path} ({record.doc_id})")
+        common.env.out(f"removed {clean_name(record.path)} ({record.doc_id})")
     return ExitCode.OK
 
 
@@ -418,7 +451,7 @@ def _vector_search(location: object) -> str:
 
 def _register_eval() -> None:
     # Its own module: eval pulls in the evaluation code, which other commands never need.
-    from cli.eval_cmd import eval_command
+    from .eval_cmd import eval_command
 
     app.command("eval")(eval_command)
 
@@ -427,7 +460,22 @@ _register_eval()
 
 
 def run() -> None:
-    app()
+    """The `docsum` executable. A usage error found while the options are
+    parsed (an unknown option, a value of the wrong type or out of range) is
+    reported as the parser does, on stderr with exit 2; with --json it is
+    also the one JSON document on stdout, like every other error."""
+    try:
+        code = app(standalone_mode=False)
+    except Exception as exc:
+        exit_code, show = getattr(exc, "exit_code", None), getattr(exc, "show", None)
+        if not isinstance(exit_code, int) or show is None:
+            raise
+        show()
+        if "--json" in sys.argv[1:]:
+            message = clean_text(" ".join(str(exc.format_message()).split()))  # type: ignore[attr-defined]
+            print(json.dumps({"error": {"exit_code": exit_code, "type": "UsageError", "message": message}}, indent=2))
+        sys.exit(exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

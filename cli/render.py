@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from cli.env import Environment
+from .env import Environment
 from docsum.discover import skipped_summary
+from docsum.llm import closing_stream
+from docsum.sanitize import clean_name, clean_text
 
 if TYPE_CHECKING:  # rich only on a terminal; docsum.ask and docsum.build come with their commands
     from rich.progress import Progress
@@ -55,14 +57,14 @@ class BuildProgress:
         if outcome.action == "failed":
             # Failures are always shown, even with -q: they change the exit code.
             again = f" (failed {outcome.attempts} runs in a row)" if outcome.attempts > 1 else ""
-            self._note(f"docsum: failed {outcome.path}: {outcome.error}{again}")
+            self._note(f"docsum: failed {clean_name(outcome.path)}: {outcome.error}{again}")
         if not self.enabled:
             return
         if outcome.action != "failed":
             for warning in outcome.warnings:
-                self._note(f"docsum: warning: {outcome.path}: {warning}")
+                self._note(f"docsum: warning: {clean_name(outcome.path)}: {warning}")
         if outcome.action == "skipped":
-            self._note(f"docsum: skipped {outcome.path}: {outcome.error}")
+            self._note(f"docsum: skipped {clean_name(outcome.path)}: {outcome.error}")
         if self.bar is not None and self.task is not None:
             self.bar.update(self.task, advance=1, stats=f"{self.calls} LLM calls, {self.tokens} prompt tokens")
             return
@@ -73,7 +75,7 @@ class BuildProgress:
             engine = f", read with {outcome.extractor}" if outcome.extractor and self.env.verbose else ""
             detail = f" ({outcome.nodes} nodes, {outcome.calls} LLM calls{engine})"
         if outcome.action != "unchanged" or self.env.verbose:
-            self.env.info(f"{outcome.action:<9} {outcome.path}{detail}")
+            self.env.info(f"{outcome.action:<9} {clean_name(outcome.path)}{detail}")
 
     def finish(self) -> None:
         if self.bar is not None:
@@ -90,7 +92,7 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         env.info(f"docsum: skipped {skipped_summary(report.skipped_entries)}{'' if env.verbose else ' (-v lists them)'}")
         if env.verbose:
             for entry in report.skipped_entries:
-                env.info(f"docsum: skipped {entry.path} ({entry.reason})")
+                env.info(f"docsum: skipped {clean_name(entry.path)} ({entry.reason})")
     usage = data["usage"]
     cost = data["estimated_cost_usd"]
     cost_text = "unknown" if cost is None else f"${cost:.4f}"
@@ -98,7 +100,7 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         planned = data["planned"]
         for item in report.plan:
             extra = f"  {item['error']}" if item["error"] else f"  {item['nodes']} nodes, {item['llm_calls']} calls, {item['prompt_tokens']} prompt tokens"
-            env.out(f"{item['action']:<9} {item['path']}{extra}")
+            env.out(f"{item['action']:<9} {clean_name(item['path'])}{extra}")
         env.out(
             f"dry run: {sum(1 for p in report.plan if p['action'] == 'add')} to add, "
             f"{sum(1 for p in report.plan if p['action'] == 'update')} to update, "
@@ -116,9 +118,9 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         f"cost {cost_text}"
     )
     if report.failures:
-        env.out(f"failed (retried next run): {', '.join(sorted(f['path'] for f in report.failures))}")
+        env.out(f"failed (retried next run): {', '.join(sorted(clean_name(f['path']) for f in report.failures))}")
     if report.skipped_files:
-        env.out(f"skipped symlinks: {', '.join(f['path'] for f in report.skipped_files)}")
+        env.out(f"skipped symlinks: {', '.join(clean_name(f['path']) for f in report.skipped_files)}")
 
 
 def _pages(pages: list[int]) -> str:
@@ -136,13 +138,16 @@ async def print_answer(env: Environment, result: AskResult, as_json: bool) -> No
         return
     if result.stream is not None:
         parts = []
-        async for piece in result.stream:
-            parts.append(piece)
-            env.stdout.write(piece)
-            env.stdout.flush()
+        shown = env.out_stream()  # a key echoed by the server may arrive split across pieces
+        # Closed here, in this task, also when the reader goes away mid-answer.
+        async with closing_stream(result.stream) as stream:
+            async for piece in stream:
+                parts.append(piece)
+                env.stdout.write(clean_text(shown.feed(piece)))
+                env.stdout.flush()
         result.answer = "".join(parts)
         result.stream = None
-        env.stdout.write("\n")
+        env.stdout.write(clean_text(shown.flush()) + "\n")
     elif result.answer or result.status.value == "ok":
         env.out(result.answer)
     if result.sources:
@@ -157,4 +162,4 @@ async def print_answer(env: Environment, result: AskResult, as_json: bool) -> No
             seen[src["path"]].extend(src["pages"])
         for path in order:
             pages = sorted(set(seen[path]))
-            env.out(f"- {path}{_pages(pages) if len(pages) < 2 else ' pp. ' + ', '.join(map(str, pages))}")
+            env.out(f"- {clean_name(path)}{_pages(pages) if len(pages) < 2 else ' pp. ' + ', '.join(map(str, pages))}")

@@ -17,7 +17,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, 
 
 from docsum.budget import PromptBudget
 from docsum.errors import ConfigError, ContextLengthError, DocsumError, ExitCode, LLMError
-from docsum.llm import LLM, track_calls
+from docsum.llm import LLM, closing_stream, track_calls
 from docsum.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
 from docsum.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
 from docsum.corpus import StoreCorpus
@@ -146,6 +146,8 @@ def _check_question(llm: LLM, question: str, options: AskOptions) -> str:
     question = question.strip()
     if not question:
         raise ConfigError("the question is empty")
+    if options.cutoff is not None and not 0.0 <= options.cutoff <= 1.0:  # also refuses NaN
+        raise ConfigError(f"--cutoff: {options.cutoff} is out of range (allowed: 0..1, a fraction of the best score)")
     meta = llm.metadata
     limit = int((meta.context_window - meta.num_output) * MAX_QUESTION_SHARE)
     length = meta.tokenizer.count(question)
@@ -358,8 +360,9 @@ async def _with_calls(stream: AsyncIterator[str], calls: list[CallRecord]) -> As
 
     token = _active_sinks.set(_active_sinks.get() + (calls,))
     try:
-        async for piece in stream:
-            yield piece
+        async with closing_stream(stream):
+            async for piece in stream:
+                yield piece
     finally:
         _active_sinks.reset(token)
 
@@ -375,8 +378,9 @@ async def _in_step(step: str, work: Awaitable[T]) -> T:
 
 async def _stream_in_step(step: str, stream: AsyncIterator[str]) -> AsyncIterator[str]:
     try:
-        async for piece in stream:
-            yield piece
+        async with closing_stream(stream):
+            async for piece in stream:
+                yield piece
     except ContextLengthError as exc:
         raise ContextLengthError(f"{step}: {exc}") from None
 
@@ -541,5 +545,6 @@ async def _polish(llm: LLM, question: str, result: AskResult, nodes: list[NodeWi
 async def _polish_stream(stream: AsyncIterator[str], original: str) -> AsyncIterator[str]:
     from docsum.synthesize import _guard_stream
 
-    async for piece in _guard_stream(stream, original):
-        yield piece
+    async with closing_stream(_guard_stream(stream, original)) as guarded:
+        async for piece in guarded:
+            yield piece

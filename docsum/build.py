@@ -104,7 +104,7 @@ class BuildReport:
     # Documents this run found summarized by another builder sharing the store
     # (counted as unchanged: this run did not pay for them).
     done_elsewhere: int = 0
-    model: str = ""
+    model: str | None = None  # the model the run is priced by; None when no price applies
     num_output: int = 0
 
     @property
@@ -370,7 +370,7 @@ class Builder:
 
     async def _run(self) -> BuildReport:
         started = time.monotonic()
-        report = BuildReport(self.store.label, dry_run=self.options.dry_run, model=self.llm.metadata.model, num_output=self.llm.metadata.num_output)
+        report = BuildReport(self.store.label, dry_run=self.options.dry_run, model=self.llm.metadata.price_key, num_output=self.llm.metadata.num_output)
         plan = await self.reconcile()
         todo, to_remove, known = plan.todo, plan.to_remove, plan.known
         report.skipped = plan.skipped

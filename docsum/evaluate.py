@@ -41,27 +41,45 @@ class EvalQuestion:
 
 
 def load_questions(path: Path) -> list[EvalQuestion]:
+    """Question lines from a JSON-lines file. Anything unusable is a
+    ConfigError (exit 2) naming the file and the line, never a crash."""
     out: list[EvalQuestion] = []
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read questions ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); questions are JSON lines") from None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-            gold = row["gold_docs"]
-            if isinstance(gold, str):
-                gold = [gold]
-            out.append(
-                EvalQuestion(str(row.get("id", number)), str(row["question"]), [str(g) for g in gold], row.get("answer"), str(row.get("kind") or "single"))
-            )
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{path}:{number}: not a question line ({exc})") from exc
+            out.append(_question_from(json.loads(line), number))
+        except RecursionError:
+            raise ConfigError(f"{path}:{number}: not a question line (nested too deeply)") from None
+        except (ValueError, KeyError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+            raise ConfigError(f"{path}:{number}: not a question line ({exc})") from None
     if not out:
         raise ConfigError(f"{path}: no questions")
     return out
+
+
+def _question_from(row: Any, number: int) -> EvalQuestion:
+    if not isinstance(row, dict):
+        raise TypeError(f"a JSON object is expected, got {type(row).__name__}")
+    question, gold, kind, ident = row["question"], row["gold_docs"], row.get("kind") or "single", row.get("id", number)
+    if isinstance(gold, str):
+        gold = [gold]
+    if not isinstance(question, str) or not question.strip():
+        raise TypeError("'question' must be a non-empty string")
+    if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
+        raise TypeError("'gold_docs' must be a string or a list of strings")
+    if not isinstance(kind, str) or not isinstance(ident, (str, int)) or isinstance(ident, bool):
+        raise TypeError("'kind' must be a string and 'id' a string or a number")
+    answer = row.get("answer")
+    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, (str, int, float))):
+        raise TypeError("'answer' must be a string or a number")
+    return EvalQuestion(str(ident), question, list(gold), None if answer is None else str(answer), kind)
 
 
 def retrieval_metrics(ranked: list[str], gold: set[str], k: int) -> dict[str, float]:

@@ -18,16 +18,18 @@ import contextvars
 import logging
 import re
 import time
+import urllib.parse
 import weakref
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Iterator
 
 import numpy as np
 
-from docsum.errors import ContextLengthError, LLMError
+from docsum.errors import ConfigError, ContextLengthError, LLMError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.prompts import PromptTemplate
+from docsum.sanitize import Redactor, credential_secrets, url_credentials, url_without_credentials
 from docsum.schema import CallRecord
 from docsum.tokens import Tokenizer, tokenizer_for_model
 
@@ -62,6 +64,15 @@ KNOWN_PRICES: dict[str, tuple[float, float]] = {
     "gpt-4.1": (2.00, 8.00),
     "gpt-3.5-turbo": (0.50, 1.50),
 }
+
+# A completion may run this many times the requested max_tokens before it is
+# cut (servers count with their own tokenizer, docsum with its own): a server
+# that ignores max_tokens must not put megabytes into a summary or an answer.
+OVERRUN_FACTOR = 2
+
+# The most tokens a usage figure may claim: beyond that (1e30, say) it is not
+# a count but garbage, and docsum counts the tokens itself.
+MAX_PLAUSIBLE_TOKENS = 100_000_000
 
 # Tokens a chat message costs beyond its content (role markers); the OpenAI
 # cookbook's figure for current chat models, plus the reply primer.
@@ -98,10 +109,18 @@ class LLMMetadata:
     tokenizer: Tokenizer
     engine: str  # "openai" | "extractive"
     embed_model: str
+    # Whether the model's price table applies: a local server answering to
+    # "gpt-4o-mini" costs nothing of the sort.
+    priced: bool = True
 
     @property
     def extractive(self) -> bool:
         return self.engine == "extractive"
+
+    @property
+    def price_key(self) -> str | None:
+        """The model name to look a price up by, or None when none applies."""
+        return self.model if self.priced else None
 
 
 _active_sinks: contextvars.ContextVar[tuple[list[CallRecord], ...]] = contextvars.ContextVar(
@@ -177,13 +196,30 @@ class LLM(abc.ABC):
         return None
 
 
+@contextlib.asynccontextmanager
+async def closing_stream(stream: AsyncIterator[str]) -> AsyncIterator[AsyncIterator[str]]:
+    """Use a stream and close it however the block ends. A wrapper generator
+    that stops early (the reader of `docsum ask | head` went away) must close
+    the stream it wraps, in its own task and context: left to the event loop's
+    shutdown, a chain of half-consumed generators is closed all at once and
+    prints errors on stderr."""
+    try:
+        yield stream
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+
+
 def normalise_rows(matrix: np.ndarray) -> np.ndarray:
-    matrix = np.asarray(matrix, dtype=np.float32)
+    matrix = np.asarray(matrix)
+    if matrix.dtype != np.float64:
+        matrix = matrix.astype(np.float32)
     if matrix.ndim == 1:
         matrix = matrix.reshape(1, -1)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return matrix / norms
+    return (matrix / norms).astype(np.float32)
 
 
 class OpenAILLM(LLM):
@@ -211,11 +247,32 @@ class OpenAILLM(LLM):
             tokenizer=tokenizer_for_model(model),
             engine="openai",
             embed_model=embed_model,
+            priced=_is_openai(base_url),
         )
         super().__init__(metadata, concurrency)
-        self.base_url = base_url
+        credentials = url_credentials(base_url)
+        if credentials and api_key:
+            # One Authorization header per request: a user:password in the URL
+            # would silently replace the Bearer key (httpx turns it into Basic
+            # auth), or the key the password.
+            raise ConfigError(
+                "the base URL carries a user:password and an API key is set too; "
+                "a request can carry only one of them: remove one"
+            )
+        # The URL's user part travels as a Basic Authorization header that we
+        # set ourselves, never inside the URL (where messages could show it).
+        self.base_url = url_without_credentials(base_url) if credentials else base_url
+        self._headers: dict[str, str] = {}
+        if credentials:
+            import base64
+
+            token = base64.b64encode(f"{credentials[0]}:{credentials[1]}".encode()).decode("ascii")
+            self._headers["Authorization"] = f"Basic {token}"
         # Kept only in memory, never logged, never stored: see `__repr__`.
         self._api_key = api_key or "no-key-needed"
+        # Everything a server could echo back that must not reach a terminal,
+        # a log or the store.
+        self._secrets = Redactor(credential_secrets(api_key, base_url))
         self.timeout = timeout
         self.max_retries = max_retries
         self.temperature = temperature
@@ -236,6 +293,8 @@ class OpenAILLM(LLM):
                 base_url=self.base_url,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
+                default_headers=self._headers or None,
+                http_client=_deadline_client(self.timeout, self.concurrency),
             )
             self._clients[loop] = client
         return client
@@ -243,7 +302,8 @@ class OpenAILLM(LLM):
     def _where(self) -> str:
         if not self.base_url:
             return "api.openai.com"
-        # A URL can carry credentials (https://user:secret@host/v1): never show them.
+        # Credentials were taken out of the URL in __init__; this is the
+        # second guard, for a URL changed afterwards.
         return re.sub(r"//[^/@]*@", "//***@", self.base_url)
 
     def _translate(self, exc: Exception) -> LLMError:
@@ -254,9 +314,7 @@ class OpenAILLM(LLM):
         # error text ("Incorrect API key provided: sk-..."); the key must never
         # reach a terminal or a log. Redact before shortening a message, so a
         # cut cannot leave a prefix of the key behind.
-        if self._api_key and self._api_key != "no-key-needed":
-            return text.replace(self._api_key, "***")
-        return text
+        return self._secrets.redact(text)
 
     def _scrub(self, err: LLMError) -> LLMError:
         text = str(err)
@@ -308,9 +366,29 @@ class OpenAILLM(LLM):
             # reply): a fault of the server, not an empty answer.
             self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
             raise LLMError(f"LLM server {self._where()} sent a malformed response (a completion without choices)")
-        text = choices[0].message.content or ""
+        text = _message_text(getattr(choices[0].message, "content", None))
+        if text is None:
+            self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
+            raise LLMError(f"LLM server {self._where()} sent a malformed response (the completion is not text)")
         self._record_usage(template.kind, messages, text, getattr(resp, "usage", None), time.monotonic() - started)
-        return text
+        return self._redact(self._cap(text, template.kind))
+
+    def _cap(self, text: str, kind: str) -> str:
+        """`text` cut at OVERRUN_FACTOR times max_tokens, with a warning."""
+        limit = self.metadata.num_output * OVERRUN_FACTOR
+        if len(text) * 4 <= limit:  # no text of n characters is 4n tokens
+            return text
+        # A token is rarely longer than 16 characters: encode only that much
+        # of a huge reply.
+        head = text[: limit * 16]
+        ids = self.metadata.tokenizer.encode(head)
+        if len(ids) <= limit and len(head) == len(text):
+            return text
+        log.warning(
+            "the %s reply from %s ran past %d tokens (max_tokens is %d); kept its first %d tokens",
+            kind, self._where(), limit, self.metadata.num_output, limit,
+        )
+        return self.metadata.tokenizer.decode(ids[:limit])
 
     def _params(self, messages: list[dict[str, str]], **extra: Any) -> dict[str, Any]:
         return {
@@ -339,11 +417,13 @@ class OpenAILLM(LLM):
             return await self._client().chat.completions.create(**params)
 
     def _record_usage(self, kind: str, messages: list[dict[str, str]], text: str, usage: Any, seconds: float) -> None:
-        if usage is not None and getattr(usage, "prompt_tokens", None) is not None:
-            self.record(
-                CallRecord(kind, self.metadata.model, int(usage.prompt_tokens), int(usage.completion_tokens or 0), seconds)
-            )
+        prompt_tokens = _token_count(getattr(usage, "prompt_tokens", None))
+        completion_tokens = _token_count(getattr(usage, "completion_tokens", None) or 0)
+        if prompt_tokens is not None and completion_tokens is not None:
+            self.record(CallRecord(kind, self.metadata.model, prompt_tokens, completion_tokens, seconds))
         else:
+            # No usage, or figures that are not token counts (NaN, 1e30,
+            # "abc", negative): count locally rather than trust or crash.
             self.record(
                 CallRecord(
                     kind,
@@ -365,21 +445,56 @@ class OpenAILLM(LLM):
         parts: list[str] = []
         usage: Any = None
         opened = False
-        async with self.limiter:
+        shown = self._secrets.stream()  # a key echoed back may arrive split across pieces
+        # Counted piece by piece (a little above the count of the whole text)
+        # so a server streaming past max_tokens is cut off.
+        limit = self.metadata.num_output * OVERRUN_FACTOR
+        received = 0
+        async with self.limiter, contextlib.AsyncExitStack() as stack:
             started = time.monotonic()
             try:
                 stream = await self._create(params, "stream_options", ("stream_options", "include_usage"))
                 opened = True
+                chunks = 0
+                # Closing the response when the reader stops early: a stream
+                # left open is closed at loop shutdown, noisily.
+                stack.push_async_callback(stream.close)
                 async for chunk in stream:
+                    chunks += 1
                     if getattr(chunk, "usage", None) is not None:
                         usage = chunk.usage
-                    for choice in getattr(chunk, "choices", None) or []:
-                        piece = getattr(choice.delta, "content", None) if choice.delta else None
-                        if piece:
-                            parts.append(piece)
-                            yield piece
+                    for piece in _delta_texts(chunk):
+                        parts.append(piece)
+                        received += self.metadata.tokenizer.count(piece)
+                        safe = shown.feed(piece)
+                        if safe:
+                            yield safe
+                    if received > limit:
+                        log.warning(
+                            "the %s reply from %s ran past %d tokens (max_tokens is %d); the rest was not read",
+                            template.kind, self._where(), limit, self.metadata.num_output,
+                        )
+                        break
+                if chunks == 0:
+                    # JSON (or a page, or nothing) where a stream was asked
+                    # for: a fault of the server, not an empty answer.
+                    raise LLMError(
+                        f"LLM server {self._where()} answered a streaming request without a stream "
+                        f"(no events; content type {_content_type(stream) or 'missing'})"
+                    )
+                rest = shown.flush()
+                if rest:
+                    yield rest
+            except LLMError:
+                self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
+                raise
             except (openai.OpenAIError, ValueError, OSError) as exc:
                 self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
+                if opened and (_is_timeout(exc) or _is_timeout(exc.__cause__)):
+                    raise LLMError(
+                        f"stream from {self._where()} did not finish within {self.timeout:g}s "
+                        f"(DOCSUM_TIMEOUT) after {len(parts)} pieces"
+                    ) from None
                 if opened and isinstance(exc, openai.APIConnectionError):
                     # The server was reached and began answering; "cannot reach"
                     # would send the user chasing a network problem.
@@ -392,6 +507,11 @@ class OpenAILLM(LLM):
                 raise self._translate(exc) from None
             except Exception as exc:  # httpx2 transport errors mid-stream
                 self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
+                if _is_timeout(exc):
+                    raise LLMError(
+                        f"stream from {self._where()} did not finish within {self.timeout:g}s "
+                        f"(DOCSUM_TIMEOUT) after {len(parts)} pieces"
+                    ) from None
                 raise self._scrub(
                     LLMError(f"stream from {self._where()} broke off: {_one_line(self._redact(str(exc))) or type(exc).__name__}")
                 ) from None
@@ -422,18 +542,26 @@ class OpenAILLM(LLM):
                 vectors = [np.asarray(d.embedding, dtype=np.float32) for d in data]
                 if any(v.ndim != 1 or v.size == 0 for v in vectors):
                     raise ValueError("not a list of vectors")
-            except (TypeError, ValueError, AttributeError):
+            except (TypeError, ValueError, AttributeError, OverflowError):
                 raise LLMError(f"embedding server {self._where()} sent a malformed response (no list of vectors)") from None
+            if not all(np.isfinite(v).all() for v in vectors):
+                # One NaN would poison every similarity computed against it.
+                raise LLMError(f"embedding server {self._where()} sent vectors with NaN or infinite values")
             if len(data) != len(chunk):
                 raise LLMError(f"embedding server returned {len(data)} vectors for {len(chunk)} texts")
             rows.extend(vectors)
-            used = getattr(getattr(resp, "usage", None), "prompt_tokens", None)
-            tokens = int(used) if used is not None else sum(self.metadata.tokenizer.count(t) for t in chunk)
+            tokens = _token_count(getattr(getattr(resp, "usage", None), "prompt_tokens", None))
+            if tokens is None:
+                tokens = sum(self.metadata.tokenizer.count(t) for t in chunk)
             self.record(CallRecord("embed", self.metadata.embed_model, tokens, 0, time.monotonic() - began))
         dims = {len(r) for r in rows}
         if len(dims) != 1:
             raise LLMError(f"embedding server returned vectors of mixed sizes {sorted(dims)}")
-        return normalise_rows(np.asarray(rows, dtype=np.float32))
+        # In float64: squaring components near float32's limit overflows.
+        matrix = normalise_rows(np.asarray(rows, dtype=np.float64))
+        if not np.isfinite(matrix).all():
+            raise LLMError(f"embedding server {self._where()} sent vectors that cannot be normalised")
+        return matrix
 
     async def aclose(self) -> None:
         loop = asyncio.get_running_loop()
@@ -441,6 +569,119 @@ class OpenAILLM(LLM):
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.close()
+
+
+def _is_openai(base_url: str | None) -> bool:
+    """Whether requests go to OpenAI itself (whose prices docsum knows)."""
+    if not base_url:
+        return True
+    try:
+        host = urllib.parse.urlsplit(base_url).hostname or ""
+    except ValueError:
+        return False
+    return host == "api.openai.com"
+
+
+def _message_text(content: Any) -> str | None:
+    """A completion's text: a string, a list of text parts (some servers send
+    the content-parts form back), or nothing; None when it is anything else."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) and isinstance(p.get("text", ""), str) for p in content):
+        return "".join(p.get("text", "") for p in content)
+    return None
+
+
+def _delta_texts(chunk: Any) -> list[str]:
+    """The text pieces of one streamed chunk; anything that is not text
+    (a number, a list of the wrong shape) is a malformed stream."""
+    choices = getattr(chunk, "choices", None)
+    if choices is None:
+        return []
+    if not isinstance(choices, list):
+        raise ValueError("a stream chunk whose choices are not a list")
+    pieces = []
+    for choice in choices:
+        delta = getattr(choice, "delta", None)
+        text = _message_text(getattr(delta, "content", None)) if delta is not None else ""
+        if text is None:
+            raise ValueError("a stream chunk whose content is not text")
+        if text:
+            pieces.append(text)
+    return pieces
+
+
+def _token_count(value: Any) -> int | None:
+    """A usage figure if it is a plausible token count, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and (not np.isfinite(value) or not value.is_integer()):
+        return None
+    count = int(value)
+    return count if 0 <= count <= MAX_PLAUSIBLE_TOKENS else None
+
+
+def _content_type(stream: Any) -> str:
+    response = getattr(stream, "response", None)
+    headers = getattr(response, "headers", None)
+    try:
+        return str(headers.get("content-type", "")) if headers is not None else ""
+    except Exception:  # an unexpected headers object: unknown
+        return ""
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    return any(k.__name__ in ("TimeoutException", "ReadTimeout", "TimeoutError") for k in type(exc).__mro__)
+
+
+def _deadline_client(seconds: float, concurrency: int) -> Any:
+    """An HTTP client for the openai package whose every request, body
+    included, must finish within `seconds`: httpx's own timeout bounds only
+    each wait for the next bytes, so a server trickling one byte a second (or
+    streaming forever) would hold docsum indefinitely. Running out is a read
+    timeout, which the openai client retries like any other."""
+    import httpx2
+
+    class DeadlineStream(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any, deadline: float, request: Any) -> None:
+            self.inner, self.deadline, self.request = inner, deadline, request
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            chunks = self.inner.__aiter__()
+            while True:
+                try:
+                    async with asyncio.timeout_at(self.deadline):
+                        chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise httpx2.ReadTimeout(f"no complete response within {seconds:g}s", request=self.request) from None
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class DeadlineTransport(httpx2.AsyncBaseTransport):
+        def __init__(self) -> None:
+            limits = httpx2.Limits(max_connections=max(100, 2 * concurrency), max_keepalive_connections=max(20, concurrency))
+            self.inner = httpx2.AsyncHTTPTransport(limits=limits)
+
+        async def handle_async_request(self, request: Any) -> Any:
+            deadline = asyncio.get_running_loop().time() + seconds
+            try:
+                async with asyncio.timeout_at(deadline):
+                    response = await self.inner.handle_async_request(request)
+            except TimeoutError:
+                raise httpx2.ReadTimeout(f"no response within {seconds:g}s", request=request) from None
+            response.stream = DeadlineStream(response.stream, deadline, request)
+            return response
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return httpx2.AsyncClient(transport=DeadlineTransport(), timeout=seconds, follow_redirects=True)
 
 
 def _error_message(exc: Exception) -> str:

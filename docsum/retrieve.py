@@ -149,6 +149,8 @@ def _clean_score(value: object) -> float | None:
         return None
     try:
         score = float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an integer too large for a float: off the scale
+        return 10.0 if isinstance(value, int) and value > 0 else 0.0
     except (TypeError, ValueError):
         match = _ANY_NUM.search(str(value))
         if not match:
@@ -159,13 +161,23 @@ def _clean_score(value: object) -> float | None:
     return max(0.0, min(10.0, score))
 
 
+def _number(digits: str) -> int:
+    """A document number written in decimal digits. Past nine digits it is no
+    document's number (and int() refuses strings past 4300 digits): 0, which
+    every caller drops as out of range."""
+    digits = digits.strip()
+    return int(digits) if len(digits) <= 9 else 0
+
+
 def _as_doc_number(value: object) -> int | None:
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, (int, float)):
-        return int(value) if float(value).is_integer() else None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None  # is_integer() is False for inf and NaN
     match = re.search(r"(\d+)\s*$", str(value).strip())
-    return int(match.group(1)) if match else None
+    return _number(match.group(1)) if match else None
 
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
@@ -193,7 +205,7 @@ def _parse_json_choices(answer: str) -> list[tuple[int, float | None]] | None:
             continue
         try:
             data, _ = json.JSONDecoder().raw_decode(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: "[[[[…" nested past Python's limit
             continue
         if isinstance(data, list) and not whole:
             continue
@@ -211,8 +223,8 @@ def _choices_from_json(data: object) -> list[tuple[int, float | None]] | None:
                 data = lowered[key]
                 break
         else:
-            if data and all(str(k).strip().isdigit() for k in data):
-                return [(int(k), _clean_score(v)) for k, v in data.items()]
+            if data and all(str(k).strip().isdecimal() for k in data):  # isdigit() would admit "²"
+                return [(_number(str(k)), _clean_score(v)) for k, v in data.items()]
             if any(k in lowered for k in ("doc", "document", "id", "doc_id", "number")):
                 data = [data]
             else:
@@ -264,13 +276,13 @@ def _parse_line(line: str) -> list[tuple[int, float | None]]:
             more = _MORE_NUMS.match(segment) if word and word[0].lower() in _PLURAL_DOC_WORDS else None
             if more:
                 # "Documents 2, 5 and 7": a list of numbers, no scores.
-                numbers = [int(match.group(1))] + [int(n) for n in re.findall(r"\d+", more.group(0))]
+                numbers = [_number(match.group(1))] + [_number(n) for n in re.findall(r"\d+", more.group(0))]
                 found.extend((n, None) for n in numbers)
                 continue
             rel = _score_in(segment)
             if rel is None and len(mentions) == 1:
                 rel = _score_in_before(line[: match.start()])
-            found.append((int(match.group(1)), rel))
+            found.append((_number(match.group(1)), rel))
     else:
         lead = _LEADING_NUM.match(line)
         if not lead:
@@ -283,7 +295,7 @@ def _parse_line(line: str) -> list[tuple[int, float | None]]:
         if rel is None and re.search(r"[^\W\d_]", segment):
             # "1. The question asks about bees.": list numbering of prose, not a choice.
             return []
-        found.append((int(lead.group(1)), rel))
+        found.append((_number(lead.group(1)), rel))
     if _NEGATION.search(line):
         # "Doc 1 is not relevant": a mention without a score is no choice.
         found = [(d, r) for d, r in found if r is not None]

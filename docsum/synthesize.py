@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator, Callable, Iterator
 
 from docsum.budget import PromptBudget
 from docsum.errors import ConfigError
-from docsum.llm import LLM, track_calls
+from docsum.llm import LLM, closing_stream, track_calls
 from docsum.prompts import REFINE_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, structured
 from docsum.schema import NodeWithScore, Response, ResponseMode, ResponseStatus
 
@@ -338,24 +338,25 @@ async def _guard_stream(stream: AsyncIterator[str], previous: str) -> AsyncItera
     # A streamed refine cannot be checked before it is shown; buffer just the
     # opening words, and if they talk about refining, show the previous answer.
     head: list[str] = []
-    async for piece in stream:
-        head.append(piece)
-        if len("".join(head)) >= 80:
-            break
-    opening = "".join(head)
-    # An empty reply keeps the previous answer too, as in the non-streamed refine.
-    if is_meta_answer(opening) or not opening.strip():
-        async for _ in stream:
-            pass
-        yield previous
-        return
-    # Replay the buffered pieces one by one: joining them made a short answer
-    # arrive as a single blob, which is exactly the "streaming gives the whole
-    # answer at once" complaint streaming is meant to fix.
-    for piece in head:
-        yield piece
-    async for piece in stream:
-        yield piece
+    async with closing_stream(stream):
+        async for piece in stream:
+            head.append(piece)
+            if len("".join(head)) >= 80:
+                break
+        opening = "".join(head)
+        # An empty reply keeps the previous answer too, as in the non-streamed refine.
+        if is_meta_answer(opening) or not opening.strip():
+            async for _ in stream:
+                pass
+            yield previous
+            return
+        # Replay the buffered pieces one by one: joining them made a short answer
+        # arrive as a single blob, which is exactly the "streaming gives the whole
+        # answer at once" complaint streaming is meant to fix.
+        for piece in head:
+            yield piece
+        async for piece in stream:
+            yield piece
 
 
 async def _words(text: str) -> AsyncIterator[str]:
@@ -448,8 +449,9 @@ class Accumulate(_LLMSynthesizer):
 
 async def _prefixed(prefix: str, stream: AsyncIterator[str]) -> AsyncIterator[str]:
     yield prefix
-    async for piece in stream:
-        yield piece
+    async with closing_stream(stream):
+        async for piece in stream:
+            yield piece
 
 
 class CompactAndAccumulate(Accumulate):

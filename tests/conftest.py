@@ -16,6 +16,11 @@ import pytest
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+# The checkout itself: the CLI package is `cli` here (installed, it is
+# `docsum_cli`), and tests drive the checkout's code.
+_REPO = str(Path(__file__).resolve().parents[1])
+if _REPO not in sys.path:
+    sys.path.insert(1, _REPO)
 
 from fakeopenai import FakeOpenAI  # noqa: E402
 

@@ -85,6 +85,10 @@ class Reply:
     usage: dict[str, Any] | None = None  # replaces the computed usage
     omit_usage: bool = False  # no usage field at all
     embedding_dim: int | None = None  # embeddings: vector length override
+    echo_header: str | None = None  # the answer is this request header's value (e.g. "authorization")
+    trickle: float = 0.0  # seconds between bytes of a body, or between events of a stream
+    endless: bool = False  # a stream that never ends: a delta every `trickle` (or 10 ms) until stop()
+    content_type: str | None = None  # with raw_body: the Content-Type to send (default: by the request)
 
 
 @dataclass
@@ -358,7 +362,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_error(reply)
         if reply.raw_body is not None:
             stream = bool(rec.body.get("stream")) and path != "/embeddings"
-            ctype = "text/event-stream" if stream else "application/json"
+            ctype = reply.content_type or ("text/event-stream" if stream else "application/json")
             return self._send_bytes(200, reply.raw_body, ctype, reply)
         if path == "/chat/completions":
             return self._chat(rec, reply)
@@ -382,6 +386,17 @@ class _Handler(BaseHTTPRequestHandler):
             # connection closed before Content-Length bytes arrived.
             self.wfile.write(data[: len(data) // 2])
             raise _DropConnection
+        if reply is not None and reply.trickle > 0:
+            # One byte at a time: every read the client makes succeeds
+            # quickly, so only an overall deadline can stop it.
+            for i in range(len(data)):
+                if self.server.fake._stopping.is_set():
+                    raise _DropConnection
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+                self.server.fake._sleep(reply.trickle)
+            self._complete()
+            return
         self._complete()
         self.wfile.write(data)
         self.wfile.flush()
@@ -432,8 +447,18 @@ class _Handler(BaseHTTPRequestHandler):
         # all of them) so the client has started iterating when the socket dies.
         cut = max(1, min(3, len(todo) - 1)) if reply.drop_mid_stream else len(todo)
         self._start_sse(reply)
+        fake = self.server.fake
         for event in todo[:cut]:
             self._sse(event)
+            fake._sleep(reply.trickle)
+        if reply.endless:
+            more = dict(todo[min(1, len(todo) - 1)])
+            more["choices"] = [{"index": 0, "delta": {"content": "more "}, "logprobs": None, "finish_reason": None}]
+            more.pop("usage", None)
+            while not fake._stopping.is_set():
+                self._sse(more)
+                fake._sleep(reply.trickle or 0.01)
+            raise _DropConnection
         if reply.drop_mid_stream:
             # No [DONE] and no terminating zero-length chunk: the client sees
             # a truncated chunked body, i.e. a broken connection.
@@ -464,6 +489,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat(self, rec: RecordedRequest, reply: Reply) -> None:
         body = rec.body
         text = reply.text if reply.text is not None else default_answer(_last_user_text(rec.messages))
+        if reply.echo_header is not None:
+            text = f"The header said: {rec.headers.get(reply.echo_header.lower(), '')}. That is all."
         usage = self._usage(reply, word_count(rec.prompt), word_count(text))
         model = body.get("model") or _MODELS[0]
         cid = "chatcmpl-fake" + hashlib.sha1(rec.raw).hexdigest()[:20]

@@ -63,6 +63,16 @@ def write_file(path: Path, data: bytes | str) -> Path:
     return path
 
 
+def only_the_error_document(result: CliResult) -> None:
+    """A --json command that failed printed one document on stdout: the
+    error, with the exit code and the message also on stderr."""
+    data = result.json()
+    assert list(data) == ["error"], data
+    error = data["error"]
+    assert error["exit_code"] == result.code and error["type"], error
+    assert error["message"] and error["message"] in result.stderr, (error, result.stderr)
+
+
 def run_cli(*args: str | os.PathLike[str], input: str | None = None) -> CliResult:
     """`docsum ARGS` in this process. The environment is this process's (the
     autouse `docsum_home` fixture already isolated it; use monkeypatch for more)."""

@@ -36,6 +36,7 @@ from helpers import (
     llm_args,
     make_docs,
     marker,
+    only_the_error_document,
     requests_per_marker,
     run_cli,
     run_cli_subprocess,
@@ -141,7 +142,7 @@ def test_429_that_persists_is_one_line_naming_it(store: Path, fast_retries: None
         result = ask(store, fake, "--json")
         assert len(fake.chat_requests()) == 2  # retried once
     the_error(result, 1, "answered 429", "Rate limit reached")
-    assert result.stdout == ""
+    only_the_error_document(result)
 
 
 @pytest.mark.parametrize("status", [500, 502, 503])
@@ -157,7 +158,7 @@ def test_server_errors_are_retried_then_reported(store: Path, fast_retries: None
         result = ask(store, fake, "--json")
         assert len(fake.chat_requests()) == 2
     the_error(result, 1, f"answered {status}", "upstream down")
-    assert result.stdout == ""
+    only_the_error_document(result)
     assert_intact(store, before)
 
 
@@ -178,7 +179,7 @@ def test_timeout_is_retried_then_reported(store: Path, fast_retries: None, monke
         elapsed = time.monotonic() - began
     the_error(result, 1, "timed out after 0.3s", "retried 1x")
     assert elapsed < 3  # gave up on its own timeout, did not wait for the server
-    assert result.stdout == ""
+    only_the_error_document(result)
 
 
 def test_connection_dropped_mid_response_is_retried_then_reported(store: Path, fast_retries: None) -> None:
@@ -193,7 +194,7 @@ def test_connection_dropped_mid_response_is_retried_then_reported(store: Path, f
     # The server was reached: the message must not send the user chasing a network problem.
     line = the_error(result, 1, "broke off mid-response")
     assert "cannot reach" not in line
-    assert result.stdout == ""
+    only_the_error_document(result)
 
 
 def test_stream_dropped_mid_answer_keeps_what_was_shown_and_says_so(store: Path, tmp_path: Path) -> None:
@@ -230,7 +231,7 @@ def test_malformed_completion_is_one_line(store: Path, body: bytes, why: str) ->
         fake.script(Reply(raw_body=body))
         result = ask(store, fake, "--json")
     the_error(result, 1, "sent a malformed response", why)
-    assert result.stdout == ""
+    only_the_error_document(result)
 
 
 def test_malformed_completion_in_a_real_process(store: Path, tmp_path: Path) -> None:
@@ -579,5 +580,5 @@ def test_bad_query_embedding_at_ask_is_one_line(embedded_store: Path, fast_retri
         result = run_cli("ask", QUESTION, "--store", embedded_store, *embed_args(fake), "--json")
         assert fake.chat_requests() == []  # stopped before any answer was paid for
     the_error(result, code, *needles)
-    assert result.stdout == ""
+    only_the_error_document(result)
     assert_intact(embedded_store, before)

@@ -167,6 +167,26 @@ def test_parse_choices_never_raises_on_garbage() -> None:
         assert isinstance(parse_choices(junk, 10), list)
 
 
+def test_parse_choices_never_raises_on_hostile_numbers() -> None:
+    big = "9" * 400
+    hostile = [
+        '{"²": 5}',  # isdigit() but not a number int() reads
+        "[" * 100_000 + "]" * 100_000,  # nested past the recursion limit
+        '{"choices": [{"doc": 1, "relevance": ' + big + "}]}",  # an int too large for a float
+        '{"choices": [{"doc": ' + big + "}, {\"doc\": 2.0}]}",
+        "[[1, " + big + "]]",
+        '{"1": -' + big + "}",
+        '{"choices": [{"doc": "' + "9" * 5000 + '"}]}',  # past int()'s 4300-digit limit
+        "Doc " + "9" * 5000 + " relevance 5",
+        "9" * 5000 + ": 5",
+        "Documents 1, " + "9" * 5000 + " and 2",
+    ]
+    for answer in hostile:
+        choices = parse_choices(answer, 3)
+        assert all(1 <= doc <= 3 and (rel is None or 0.0 <= rel <= 10.0) for doc, rel in choices), answer[:60]
+    assert parse_choices('{"choices": [{"doc": 1, "relevance": ' + big + "}]}", 3) == [(1, 10.0)]
+
+
 def test_says_none_tells_an_empty_choice_from_a_parse_failure() -> None:
     assert says_none('{"choices": []}')
     assert says_none("None of the documents is relevant to the question.")

@@ -1,0 +1,201 @@
+"""Text on its way out: secrets redacted, terminal control sequences removed.
+
+Everything docsum prints comes from places it does not control (documents,
+file names, LLM servers), so two guards sit on every path out:
+
+* `Redactor` replaces secrets (the API key, a password in the base URL) with
+  `***`, also when a server streams one back split across pieces.
+* `clean_text` and `clean_name` remove what could act on a terminal: escape
+  sequences, other control characters, bidirectional overrides, and lone
+  surrogates (which cannot even be encoded for printing). Text keeps its line
+  breaks and tabs; a name is kept on one line with such characters shown as
+  escapes (`\\n`, `\\x1b`), so a listing stays one line per file and the
+  name can still be told apart.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import urllib.parse
+from collections.abc import Iterable
+
+REDACTED = "***"
+
+# A secret this short is redacted only where it stands as a whole word:
+# replacing every "abc" inside ordinary words would mangle answers.
+_SHORT_SECRET = 8
+
+_C0 = [c for c in range(0x20) if chr(c) not in "\n\t"]
+_CONTROLS = [*_C0, 0x7F, *range(0x80, 0xA0)]
+# Bidirectional embeddings, overrides and isolates: they reorder what a
+# terminal shows ("Trojan Source"), and a few invisible format characters.
+_FORMAT = [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C]
+_SURROGATES = range(0xD800, 0xE000)
+
+_TEXT_TABLE: dict[int, str | None] = {c: None for c in (*_CONTROLS, *_FORMAT)}
+_TEXT_TABLE.update({c: "\N{REPLACEMENT CHARACTER}" for c in _SURROGATES})
+_TEXT_TABLE[ord("\r")] = None  # "\r\n" keeps its "\n"; a lone "\r" would overwrite the line
+
+_NAME_TABLE: dict[int, str] = {
+    c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), *_FORMAT, *_SURROGATES)
+}
+_NAME_TABLE.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
+
+
+def clean_text(text: str) -> str:
+    """`text` without anything that could act on a terminal; line breaks and
+    tabs kept. Safe on pieces of a stream: it works character by character."""
+    return text.translate(_TEXT_TABLE)
+
+
+def clean_name(name: str) -> str:
+    """A file name (or any one-line value) for printing: control and format
+    characters shown as escapes, so it stays on one line and cannot move the
+    cursor or recolour the terminal."""
+    return name.translate(_NAME_TABLE)
+
+
+def clean_json_text(serialized: str) -> str:
+    """Serialized JSON with the characters json.dumps leaves raw (DEL, C1
+    controls, bidi overrides, surrogates) written as \\u escapes: the same
+    document, but inert on a terminal."""
+    return serialized.translate(_JSON_TABLE)
+
+
+_JSON_TABLE: dict[int, str] = {c: f"\\u{c:04x}" for c in (0x7F, *range(0x80, 0xA0), *_FORMAT, *_SURROGATES)}
+
+
+class Redactor:
+    """Replaces each secret with `***`. Secrets of 8 characters or more are
+    replaced wherever they occur; shorter ones where they stand alone (not
+    inside a longer run of letters and digits)."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: list[str] = []
+        self._pattern: re.Pattern[str] | None = None
+        for secret in secrets:
+            self.add(secret)
+
+    def add(self, secret: str | None) -> None:
+        if not secret or secret in self._secrets:
+            return
+        self._secrets.append(secret)
+        # Longest first, so a secret containing another is replaced whole.
+        parts = []
+        for s in sorted(self._secrets, key=len, reverse=True):
+            escaped = re.escape(s)
+            parts.append(escaped if len(s) >= _SHORT_SECRET else rf"(?<![A-Za-z0-9]){escaped}(?![A-Za-z0-9])")
+        self._pattern = re.compile("|".join(parts))
+
+    def __bool__(self) -> bool:
+        return bool(self._secrets)
+
+    def redact(self, text: str) -> str:
+        if self._pattern is None or not text:
+            return text
+        return self._pattern.sub(REDACTED, text)
+
+    def stream(self) -> StreamRedactor:
+        return StreamRedactor(self)
+
+
+class StreamRedactor:
+    """Redacts a text that arrives in pieces: a secret split across two pieces
+    is still caught. Holds back only the end of the text that could be the
+    start of a secret, so an answer is shown as it streams."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._held = ""
+        self._before = ""
+
+    def feed(self, piece: str) -> str:
+        """What of the text so far can be shown now."""
+        pattern = self._redactor._pattern  # noqa: SLF001 - same module
+        if pattern is None:
+            return piece
+        # The last character already shown goes in front, unshown again: a
+        # short secret's match depends on the character before it.
+        start = len(self._before)
+        text = self._before + self._held + piece
+        out: list[str] = []
+        done = start
+        for match in pattern.finditer(text, start):
+            if match.end() >= len(text):
+                break  # a short secret's word boundary is not known yet: held below
+            out.append(text[done : match.start()])
+            out.append(REDACTED)
+            done = match.end()
+        hold = len(text) - self._secret_start_at_end(text, done)
+        out.append(text[done:hold])
+        self._held = text[hold:]
+        if hold > start:
+            self._before = text[hold - 1]
+        return "".join(out)
+
+    def _secret_start_at_end(self, text: str, done: int) -> int:
+        """Length of the longest end of `text` (after `done`) that begins a
+        secret, the whole secret included."""
+        room = len(text) - done
+        longest = 0
+        for secret in self._redactor._secrets:  # noqa: SLF001 - same module
+            for k in range(min(len(secret), room), longest, -1):
+                if secret.startswith(text[len(text) - k :]):
+                    longest = k
+                    break
+        return longest
+
+    def flush(self) -> str:
+        """The rest, at the end of the stream."""
+        pattern = self._redactor._pattern  # noqa: SLF001 - same module
+        start = len(self._before)
+        text, self._held, self._before = self._before + self._held, "", ""
+        if pattern is None:
+            return text[start:]
+        out: list[str] = []
+        done = start
+        for match in pattern.finditer(text, start):
+            out += [text[done : match.start()], REDACTED]
+            done = match.end()
+        out.append(text[done:])
+        return "".join(out)
+
+
+# ---------------------------------------------------------------- credentials
+
+
+def mask_url(url: str) -> str:
+    """`url` with the password of its user part (if any) shown as ***."""
+    return re.sub(r"(//[^/@:]*):[^/@]*@", r"\1:***@", url)
+
+
+def url_credentials(url: str | None) -> tuple[str, str] | None:
+    """The (user, password) of the base URL's user part, if it has one."""
+    if not url:
+        return None
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return None
+    if parts.username is None and parts.password is None:
+        return None
+    return urllib.parse.unquote(parts.username or ""), urllib.parse.unquote(parts.password or "")
+
+
+def url_without_credentials(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=host))
+
+
+def credential_secrets(api_key: str | None, base_url: str | None) -> list[str]:
+    """Every value that must never be printed: the API key, the password in
+    the base URL, and that password as a server would echo it back (the
+    base64 of user:password in a Basic Authorization header)."""
+    secrets = [str(api_key)] if api_key else []
+    credentials = url_credentials(base_url)
+    if credentials and credentials[1]:
+        user, password = credentials
+        secrets += [password, base64.b64encode(f"{user}:{password}".encode()).decode("ascii")]
+    return secrets

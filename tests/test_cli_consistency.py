@@ -1,0 +1,100 @@
+"""What a new user notices (issue 14, "Consistency"): one JSON document for
+every outcome with --json, --version, help that names values plainly, an
+honest model name and cost against a custom server, and nothing ignored in
+silence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fakeopenai import FakeOpenAI, Reply
+from helpers import llm_args, make_docs, run_cli, run_cli_subprocess
+
+OFFLINE_NOTICE = "docsum: no API key or base URL configured"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "s.sqlite"
+    make_docs(tmp_path / "docs", 2)
+    assert run_cli("build", tmp_path / "docs", "--store", path, "-q").code == 0
+    return path
+
+
+def _error_document(result: object, code: int, kind: str) -> str:
+    assert result.code == code, result  # type: ignore[attr-defined]
+    error = result.json()["error"]  # type: ignore[attr-defined]
+    assert error["exit_code"] == code and error["type"] == kind
+    return str(error["message"])
+
+
+def test_with_json_every_error_is_one_json_document(store: Path, tmp_path: Path) -> None:
+    assert "unknown response mode 'foo'" in _error_document(run_cli("ask", "q", "--mode", "foo", "--json", "--store", store), 2, "ConfigError")
+    dead = run_cli("ask", "bees?", "--store", store, "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--json")
+    assert "cannot reach" in _error_document(dead, 1, "LLMError")
+    with FakeOpenAI() as fake:
+        fake.script(*[Reply(status=500, error_message="boom")] * 10)
+        failed = run_cli("ask", "bees?", "--store", store, *llm_args(fake), "--json")
+        assert "answered 500" in _error_document(failed, 1, "LLMError")
+    readme = tmp_path / "README.md"
+    readme.write_text("# notes\n", encoding="utf-8")
+    refused = run_cli("build", tmp_path / "docs", "--store", readme, "--json")
+    assert "not a docsum store" in _error_document(refused, 1, "DocsumError")
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert result.code == 0 and result.stdout.startswith("docsum ") and result.stdout.split()[1][0].isdigit()
+
+
+@pytest.mark.parametrize("command", ["build", "ask", "eval", "summaries", "config show"])
+def test_help_names_values_plainly(command: str) -> None:
+    result = run_cli(*command.split(), "--help")
+    assert result.code == 0, result
+    options = [line for line in result.stdout.splitlines() if line.lstrip().startswith("--")]
+    assert options
+    for line in options:
+        assert "<" not in line.split("  ")[0].strip(), line  # "--wait FLOAT", never "--wait <float range>"
+
+
+def test_a_custom_server_without_a_model_says_which_model_and_prices_nothing(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+    make_docs(tmp_path / "docs", 1)
+    result = run_cli("build", tmp_path / "docs", "--store", tmp_path / "s.sqlite", "--base-url", fake_llm.base_url, "--json")
+    assert result.code == 0, result
+    assert f"asking {fake_llm.base_url} for model 'gpt-4o-mini'" in result.stderr
+    assert result.json()["estimated_cost_usd"] is None  # a local "gpt-4o-mini" is not OpenAI's price
+    assert fake_llm.chat_requests()[0].body["model"] == "gpt-4o-mini"
+
+
+def test_the_offline_engine_says_what_it_ignores(store: Path, tmp_path: Path) -> None:
+    asked = run_cli("ask", "bees?", "--store", store, "--polish", "--emotion", "EP01")
+    assert asked.code == 0, asked
+    assert "offline engine ignores --polish and --emotion" in asked.stderr
+    built = run_cli("build", tmp_path / "docs", "--store", store, "--summary-language", "French")
+    assert "offline engine ignores --summary-language" in built.stderr
+    unused = run_cli("ask", "bees?", "--store", store, "--var", "tone=dry")
+    assert unused.code == 0 and "--var tone: no --template or --refine-template uses it" in unused.stderr
+
+
+@pytest.mark.parametrize("args", [["--mode", "foo"], ["--cutoff", "2"], ["--var", "novalue"], ["--emotion", "EP99"]])
+def test_the_engine_notice_comes_before_every_kind_of_error(store: Path, args: list[str]) -> None:
+    result = run_cli("ask", "bees?", "--store", store, *args)
+    assert result.code == 2, result
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(OFFLINE_NOTICE) and lines[-1].startswith("docsum: error:"), lines
+
+
+def test_a_usage_error_from_the_option_parser_is_a_json_document_too(tmp_path: Path) -> None:
+    """`docsum ask q --top-k 0 --json` as a real process: the parser's own
+    error on stderr, exit 2, and the error document on stdout."""
+    result = run_cli_subprocess("ask", "q", "--top-k", "0", "--json", "--store", tmp_path / "s.sqlite")
+    assert result.code == 2, result
+    assert "--top-k" in result.stderr
+    error = result.json()["error"]
+    assert error["exit_code"] == 2 and error["type"] == "UsageError" and "--top-k" in error["message"]
+    plain = run_cli_subprocess("ask", "q", "--top-k", "0", "--store", tmp_path / "s.sqlite")
+    assert plain.code == 2 and plain.stdout == ""
+    version = run_cli_subprocess("--version")
+    assert version.code == 0 and version.stdout.startswith("docsum ")

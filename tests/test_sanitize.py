@@ -1,0 +1,54 @@
+"""docsum.sanitize: secrets redacted on every path out, streamed or not, and
+nothing from a document or a server acting on the terminal."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from docsum.sanitize import Redactor, clean_json_text, clean_name, clean_text, credential_secrets, mask_url
+
+SECRETS = ["sk-test-PLANTED-123", "k3y-Ab", "ab"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(st.sampled_from([*SECRETS, "x", " ", "y.", "sk-", "k3y", "-Ab", "a", "b", "\n"]), max_size=40),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=30),
+)
+def test_a_stream_is_redacted_as_the_whole_text_would_be(words: list[str], cuts: list[int]) -> None:
+    redactor = Redactor(SECRETS)
+    text = "".join(words)
+    points = sorted({c for c in cuts if 0 < c < len(text)})
+    pieces = [text[i:j] for i, j in zip([0, *points], [*points, len(text)])]
+    stream = redactor.stream()
+    shown = "".join(stream.feed(p) for p in pieces) + stream.flush()
+    assert shown == redactor.redact(text)
+    assert "sk-test-PLANTED-123" not in shown
+
+
+def test_short_secrets_are_redacted_where_they_stand_alone() -> None:
+    redactor = Redactor(["k3y-Ab"])
+    assert redactor.redact("Bearer k3y-Ab.") == "Bearer ***."
+    assert redactor.redact("xk3y-Aby") == "xk3y-Aby"  # inside a longer word: left alone
+
+
+def test_a_stream_shows_text_as_it_arrives() -> None:
+    stream = Redactor(["sk-test-PLANTED-123"]).stream()
+    assert stream.feed("Bees make ") == "Bees make "
+    assert stream.feed("honey sk-te") == "honey "  # could be the key: held
+    assert stream.feed("a time") == "sk-tea time"
+    assert stream.flush() == ""
+
+
+def test_terminal_text_keeps_lines_and_loses_control_sequences() -> None:
+    assert clean_text("red \x1b[31mtext\x1b[0m\r\nnext\tline\x07\u202e\ud800") == "red [31mtext[0m\nnext\tline\ufffd"
+    assert clean_name("a\nb\x1b[2J\u202ec.txt") == "a\\nb\\x1b[2J\\u202ec.txt"
+    assert clean_json_text('"\x9b\u202e"') == '"\\u009b\\u202e"'
+
+
+def test_url_credentials() -> None:
+    url = "http://alice:s3cr3t@127.0.0.1:8080/v1"
+    assert mask_url(url) == "http://alice:***@127.0.0.1:8080/v1"
+    assert credential_secrets("sk-x", url) == ["sk-x", "s3cr3t", "YWxpY2U6czNjcjN0"]
+    assert credential_secrets(None, "http://127.0.0.1/v1") == []

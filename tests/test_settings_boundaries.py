@@ -1,0 +1,120 @@
+"""Every setting is checked where it enters, whether from a flag, the
+environment or config.toml: the same ranges, exit 2, and the message names
+where the bad value came from (issue 15, class 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli
+
+# (setting, environment variable, bad value)
+BAD_VALUES = [
+    ("timeout", "DOCSUM_TIMEOUT", "abc"),
+    ("timeout", "DOCSUM_TIMEOUT", "nan"),
+    ("timeout", "DOCSUM_TIMEOUT", "inf"),
+    ("timeout", "DOCSUM_TIMEOUT", "-1"),
+    ("timeout", "DOCSUM_TIMEOUT", "0"),
+    ("max_retries", "DOCSUM_MAX_RETRIES", "-1"),
+    ("max_retries", "DOCSUM_MAX_RETRIES", "1e9"),
+    ("concurrency", "DOCSUM_CONCURRENCY", "0"),
+    ("context_window", "DOCSUM_CONTEXT_WINDOW", "10"),
+    ("max_output_tokens", "DOCSUM_MAX_OUTPUT_TOKENS", "1"),
+    ("chunk_size", "DOCSUM_CHUNK_SIZE", "2"),
+    ("chunk_overlap", "DOCSUM_CHUNK_OVERLAP", "-5"),
+    ("top_k", "DOCSUM_TOP_K", "0"),
+    ("base_url", "OPENAI_BASE_URL", "http://127.0.0.1:99999/v1"),
+    ("base_url", "OPENAI_BASE_URL", "http://127.0.0.1:0/v1"),
+    ("base_url", "OPENAI_BASE_URL", "http://127.0.0.1:port/v1"),
+    ("base_url", "OPENAI_BASE_URL", "ftp://127.0.0.1/v1"),
+    ("base_url", "OPENAI_BASE_URL", "127.0.0.1:8080"),
+    ("llm", "DOCSUM_LLM", "gpt"),
+]
+
+
+@pytest.mark.parametrize(("name", "variable", "value"), BAD_VALUES)
+def test_a_bad_value_from_the_environment_is_exit_2_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, variable: str, value: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    result = run_cli("config", "show")
+    assert result.code == 2, result
+    assert f"environment variable {variable}: bad value for {name}" in result.stderr
+    assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize(("name", "variable", "value"), BAD_VALUES)
+def test_a_bad_value_from_the_config_file_is_exit_2_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, variable: str, value: str
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'{name} = "{value}"\n', encoding="utf-8")
+    monkeypatch.setenv("DOCSUM_CONFIG", str(config))
+    result = run_cli("config", "show")
+    assert result.code == 2, result
+    assert f"{config}: bad value for {name}" in result.stderr
+
+
+@pytest.mark.parametrize("toml", ["timeout = nan", "timeout = inf", "concurrency = 2.5", "concurrency = true", "top_k = [1]", "timeout = {a = 1}"])
+def test_a_config_value_of_the_wrong_kind_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(toml + "\n", encoding="utf-8")
+    monkeypatch.setenv("DOCSUM_CONFIG", str(config))
+    result = run_cli("config", "show")
+    assert result.code == 2, result
+    assert str(config) in result.stderr and "bad value for" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--base-url", "http://127.0.0.1:70000/v1"], "--base-url: bad value for base_url"),
+        (["--base-url", "localhost:8080"], "--base-url: bad value for base_url"),
+        (["--llm", "gpt"], "'gpt' is not one of auto, openai, extractive"),
+        (["--concurrency", "1000"], "--concurrency: bad value for concurrency"),
+        (["--max-output-tokens", "4"], "--max-output-tokens"),
+        (["--context-window", "100"], "--context-window"),
+    ],
+)
+def test_a_bad_flag_is_exit_2_naming_the_flag(args: list[str], said: str) -> None:
+    result = run_cli("ask", "anything?", *args)
+    assert result.code == 2, result
+    assert said in result.stderr
+
+
+@pytest.mark.parametrize("cutoff", ["1.5", "-0.1", "nan"])
+def test_cutoff_outside_0_to_1_is_exit_2(cutoff: str) -> None:
+    result = run_cli("ask", "anything?", "--cutoff", cutoff)
+    assert result.code == 2, result
+    assert "--cutoff" in result.stderr
+
+
+def test_chunk_overlap_against_chunk_size_names_both_sources(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCSUM_CHUNK_OVERLAP", "300")
+    result = run_cli("build", tmp_path, "--chunk-size", "200")
+    assert result.code == 2, result
+    assert "env DOCSUM_CHUNK_OVERLAP" in result.stderr and "flag" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"\xff\xfe not text\n", "not UTF-8 text"),
+        (b"[" * 100_000 + b"]" * 100_000 + b"\n", "nested too deeply"),
+        (b"[1, 2]\n", "a JSON object is expected"),
+        (b'{"question": "q", "gold_docs": 5}\n', "'gold_docs' must be"),
+        (b'{"question": {"a": 1}, "gold_docs": ["x"]}\n', "'question' must be"),
+        (b'{"question": "q", "gold_docs": [{"a": 1}]}\n', "'gold_docs' must be"),
+        (b'{"question": "q", "gold_docs": ["a"], "kind": ["x"]}\n', "'kind' must be"),
+        (b'{"question": "q", "gold_docs": ["a"], "answer": {"x": 1}}\n', "'answer' must be"),
+    ],
+)
+def test_a_bad_eval_file_is_exit_2_naming_the_line(tmp_path: Path, content: bytes, said: str) -> None:
+    questions = tmp_path / "questions.jsonl"
+    questions.write_bytes(content)
+    result = run_cli("eval", questions, "--store", tmp_path / "none.sqlite")
+    assert result.code == 2, result
+    assert str(questions) in result.stderr and said in result.stderr
+    assert "internal error" not in result.stderr
