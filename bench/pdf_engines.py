@@ -3,7 +3,7 @@
 
   python3 bench/pdf_engines.py [DIR ...]     # default: ../shared/eval/pdfs and ../shared/eval/corpora/sec-10-q-pdf
 
-For each PDF and each engine (docsum.pdf.pdfium_pages, docsum.pdf.pypdf_pages,
+For each PDF and each engine (docsum.ingest.pdf.pdfium_pages, docsum.ingest.pdf.pypdf_pages,
 pypdf with docsum's raised limits), in a child process with a 600 s limit:
 whether it opened, pages, characters and letters/digits extracted, the share
 of garbled characters (control characters and U+FFFD), and CPU seconds.
@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 def _measure(engine: str, path: str, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     from docsum.errors import LoadError
-    from docsum.pdf import load_pdf, pdfium_pages, pypdf_pages
+    from docsum.ingest.pdf import load_pdf, pdfium_pages, pypdf_pages
 
     data = Path(path).read_bytes()
     started = time.process_time()

@@ -104,8 +104,8 @@ def populate(location: str, count: int) -> None:
     import numpy as np
 
     from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
-    from docsum.store import DocumentRecord, NodeRecord, make_doc_id
-    from docsum.stores import open_store
+    from docsum.store.base import open_store
+    from docsum.store.sqlite import DocumentRecord, NodeRecord, make_doc_id
 
     topics = ["bees", "bridges", "ferries", "orchards", "libraries", "storms", "mills", "canals", "tariffs", "comets"]
     with open_store(location) as store:
@@ -151,7 +151,7 @@ def ask_round(server: PostgresServer, count: int) -> dict[str, Any]:
     # 100 documents change on the server: the next question fetches only them.
     import numpy as np
 
-    from docsum.stores import open_store
+    from docsum.store.base import open_store
 
     with open_store(url) as store:
         for doc in store.list_documents(with_embeddings=True)[:100]:

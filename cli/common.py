@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Optional,
 
 import typer
 
-from .env import Environment, configure_logging
 from docsum.config import Settings, load_settings, make_llm
 from docsum.errors import DocsumError, ExitCode, Interrupted
 from docsum.paths import data_dir, resolve_store_path, validate_index_name
-from docsum.stores import StoreLocation, is_postgres, location_secrets
+from docsum.store.base import StoreLocation, is_postgres, location_secrets
+
+from .env import Environment, configure_logging
 
 if TYPE_CHECKING:  # the engines (and numpy) load when a command asks for one
-    from docsum.llm import LLM
+    from docsum.models.llm import LLM
 
 T = TypeVar("T")
 

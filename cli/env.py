@@ -8,8 +8,8 @@ import json
 import logging
 import os
 import sys
-from dataclasses import dataclass, field
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # rich is imported only when something is drawn on a terminal

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from .common import Common, run_async, with_common
 from docsum.errors import ConfigError, ExitCode
+
+from .common import Common, run_async, with_common
 
 # Imported when eval runs: every other command registers eval, none needs it.
 if TYPE_CHECKING:
-    from docsum.evaluate import EvalReport
+    from docsum.query.evaluate import EvalReport
 
 
 @with_common
@@ -34,8 +33,8 @@ def eval_command(
     (recall@k, precision@k, MRR@k, all-found@k; overall and per kind), optionally
     beside a chunk-retrieval baseline over the same nodes, and with --answers
     how often the full answer is right."""
-    from docsum.evaluate import evaluate, load_questions
-    from docsum.retrieve import default_retriever
+    from docsum.query.evaluate import evaluate, load_questions
+    from docsum.query.retrieve import default_retriever
 
     llm = common.llm()  # first: its notice comes before any error, whatever the error
     names = _retriever_names(retrievers)
@@ -69,7 +68,7 @@ def eval_command(
 
 
 def _retriever_names(option: str | None) -> list[str]:
-    from docsum.retrieve import RETRIEVERS
+    from docsum.query.retrieve import RETRIEVERS
 
     if option is None:
         return []
@@ -86,7 +85,7 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str |
     from rich.console import Console
     from rich.table import Table
 
-    from docsum.llm import estimated_cost
+    from docsum.models.llm import estimated_cost
 
     env = common.env
     # The table is the result, so it goes to stdout (colour only on a terminal).

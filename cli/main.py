@@ -15,22 +15,23 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from .common import Common, run_async, with_common
 from docsum import __version__ as docsum_version
 from docsum.config import config_file_path, describe_embedder
 from docsum.errors import ConfigError, DocsumError, ExitCode
 from docsum.sanitize import clean_name, clean_text
 from docsum.schema import ResponseMode, ResponseStatus
-from docsum.stores import DocumentStore, display_location, is_postgres, open_store, store_exists
+from docsum.store.base import DocumentStore, display_location, is_postgres, open_store, store_exists
+
+from .common import Common, run_async, with_common
 
 # Each command imports the rest of docsum itself, so that a command (and
 # --help) loads only what it uses: numpy with vectors, openai with the first
 # request, rich on a terminal, the evaluation code for eval.
 if TYPE_CHECKING:
-    from docsum.ask import AskOptions, AskResult, Question
-    from docsum.build import BuildOptions
-    from docsum.llm import LLM
-    from docsum.store import DocumentRecord
+    from docsum.build.pipeline import BuildOptions
+    from docsum.models.llm import LLM
+    from docsum.query.ask import AskOptions, AskResult, Question
+    from docsum.store.sqlite import DocumentRecord
 
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.
@@ -95,7 +96,7 @@ def build(
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", metavar="GLOB", help="Do not read files matching GLOB (gitignore syntax, relative to the folder; repeatable). A .docsumignore file in the folder adds more.")] = None,
     prune_empty: Annotated[bool, typer.Option("--prune-empty", help="Remove the documents of a folder that is now empty (refused by default: it may be an unmounted share).")] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, max=256, help="Processes reading files in parallel [default: one per core].")] = None,
-    # Defaults applied in the command: docsum.parsing (tiktoken, the readers) is not imported for --help.
+    # Defaults applied in the command: docsum.ingest.parsing (tiktoken, the readers) is not imported for --help.
     parse_timeout: Annotated[Optional[float], typer.Option("--parse-timeout", min=0.1, max=86400, help="Stop reading a file after SECONDS (it fails; the rest go on) [default: 300].")] = None,
     parse_memory: Annotated[Optional[int], typer.Option("--parse-memory", min=128, max=1 << 20, help="Memory limit in MB of each file-reading process [default: 3072].")] = None,
     max_calls: Annotated[Optional[int], typer.Option("--max-calls", min=1, help="Plan first; refuse (exit 2, with the plan) a build of more LLM calls.")] = None,
@@ -108,10 +109,12 @@ def build(
     (they are listed and retried next run) or a folder could not be listed or
     is empty while the store holds documents from it (they are kept), 4 if
     another build holds the store."""
+    from docsum.build.pipeline import BuildOptions
+    from docsum.build.pipeline import build as build_store
+    from docsum.ingest.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
+    from docsum.models.prompts import load_template_file
+
     from .render import BuildProgress, print_build_report
-    from docsum.build import BuildOptions, build as build_store
-    from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
-    from docsum.prompts import load_template_file
 
     # The engine (and its notice) first, so the notice and any error come in
     # the same order whatever the error.
@@ -155,7 +158,7 @@ def build(
 def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit: int) -> None:
     """Plan the build as --dry-run does; refuse it before any call when it
     plans more than `limit` LLM calls."""
-    from docsum.build import build as build_store
+    from docsum.build.pipeline import build as build_store
 
     plan = run_async(lambda: build_store(store_path, llm, dataclasses.replace(options, dry_run=True)))
     planned = plan.as_dict()["planned"]
@@ -210,11 +213,13 @@ def ask(
     chosen, everything filtered, nothing satisfied the question). With
     --questions FILE: one JSON line per question as each is answered, and the
     worst of the answers' exit codes (1 over 2 over 5 over 0)."""
+    from docsum.models.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
+    from docsum.query.ask import AskOptions
+    from docsum.query.ask import ask as ask_question
+    from docsum.query.retrieve import default_retriever
+    from docsum.query.synthesize import EMPTY_ANSWER_REASON, load_synthesizer_class
+
     from .render import print_answer
-    from docsum.ask import AskOptions, ask as ask_question
-    from docsum.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
-    from docsum.retrieve import default_retriever
-    from docsum.synthesize import EMPTY_ANSWER_REASON, load_synthesizer_class
 
     llm = common.llm()  # first: its notice comes before any error, whatever the error
     if (question is None) == (questions is None):
@@ -281,7 +286,7 @@ def ask(
 
 def _ask_many(common: Common, llm: LLM, source: str, options: AskOptions, explain: bool) -> int:
     """`docsum ask --questions SOURCE`: JSON lines out as answers finish."""
-    from docsum.ask import ask_many, exit_code_of, read_questions, worst_exit_code
+    from docsum.query.ask import ask_many, exit_code_of, read_questions, worst_exit_code
 
     env = common.env
     where = "stdin" if source == "-" else source

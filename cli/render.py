@@ -5,16 +5,17 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from .env import Environment
-from docsum.discover import skipped_summary
-from docsum.llm import closing_stream
+from docsum.ingest.discover import skipped_summary
+from docsum.models.llm import closing_stream
 from docsum.sanitize import clean_name, clean_text
 
-if TYPE_CHECKING:  # rich only on a terminal; docsum.ask and docsum.build come with their commands
+from .env import Environment
+
+if TYPE_CHECKING:  # rich only on a terminal; docsum.query.ask and docsum.build.pipeline come with their commands
     from rich.progress import Progress
 
-    from docsum.ask import AskResult
-    from docsum.build import BuildReport, FileOutcome
+    from docsum.build.pipeline import BuildReport, FileOutcome
+    from docsum.query.ask import AskResult
 
 
 class BuildProgress:
@@ -33,7 +34,14 @@ class BuildProgress:
         if not self.enabled:
             return
         if self.env.stderr_isatty:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self.bar = Progress(
                 TextColumn("[bold]build"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),

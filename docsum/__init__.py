@@ -14,32 +14,32 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # Where each public name lives. They are imported on first use (PEP 562), so
-# `import docsum.store` or the CLI's start-up does not pay for the engines,
+# `import docsum.store.sqlite` or the CLI's start-up does not pay for the engines,
 # numpy and the tokenizer until something needs them.
 _PUBLIC = {
-    "BaseSynthesizer": "docsum.synthesize",
+    "BaseSynthesizer": "docsum.query.synthesize",
     "DocsumError": "docsum.errors",
     "ExitCode": "docsum.errors",
-    "ExtractiveLLM": "docsum.extractive",
-    "LLM": "docsum.llm",
+    "ExtractiveLLM": "docsum.models.extractive",
+    "LLM": "docsum.models.llm",
     "Node": "docsum.schema",
     "NodeWithScore": "docsum.schema",
-    "OpenAILLM": "docsum.llm",
-    "PromptTemplate": "docsum.prompts",
+    "OpenAILLM": "docsum.models.llm",
+    "PromptTemplate": "docsum.models.prompts",
     "Response": "docsum.schema",
     "ResponseMode": "docsum.schema",
     "ResponseStatus": "docsum.schema",
-    "get_response_synthesizer": "docsum.synthesize",
-    "track_calls": "docsum.llm",
+    "get_response_synthesizer": "docsum.query.synthesize",
+    "track_calls": "docsum.models.llm",
 }
 
 if TYPE_CHECKING:
     from docsum.errors import DocsumError, ExitCode
-    from docsum.extractive import ExtractiveLLM
-    from docsum.llm import LLM, OpenAILLM, track_calls
-    from docsum.prompts import PromptTemplate
+    from docsum.models.extractive import ExtractiveLLM
+    from docsum.models.llm import LLM, OpenAILLM, track_calls
+    from docsum.models.prompts import PromptTemplate
+    from docsum.query.synthesize import BaseSynthesizer, get_response_synthesizer
     from docsum.schema import Node, NodeWithScore, Response, ResponseMode, ResponseStatus
-    from docsum.synthesize import BaseSynthesizer, get_response_synthesizer
 
 
 def __getattr__(name: str) -> Any:

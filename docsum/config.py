@@ -70,7 +70,7 @@ def _choice(*allowed: str) -> Callable[[str], str]:
 
 
 def _show_store(value: Any) -> Any:
-    from docsum.stores import display_location
+    from docsum.store.base import display_location
 
     return None if value is None else display_location(value)
 
@@ -133,7 +133,7 @@ class Settings:
     def secret_values(self) -> list[str]:
         """Every value that must never be printed (see credential_secrets)."""
         # (A password in a postgresql:// store is added by the CLI, from the
-        # store location it resolves: see docsum.stores.location_secrets.)
+        # store location it resolves: see docsum.store.base.location_secrets.)
         return credential_secrets(self.values.get("api_key"), self.values.get("base_url"))
 
     def describe(self) -> list[dict[str, Any]]:
@@ -218,7 +218,7 @@ def effective_embed_model(settings: Settings) -> str:
     embedding model named, else the named model (text-embedding-3-small on
     OpenAI)."""
     from docsum.lexical import LEXICAL_EMBED_MODEL
-    from docsum.localembed import LOCAL_EMBED_MODEL, resolve_embed_model
+    from docsum.models.localembed import LOCAL_EMBED_MODEL, resolve_embed_model
 
     named = resolve_embed_model(settings.embed_model)
     if named == LOCAL_EMBED_MODEL:
@@ -231,7 +231,7 @@ def effective_embed_model(settings: Settings) -> str:
 def describe_embedder(settings: Settings) -> str:
     """One line for `docsum config show`: which embedder is in use and where it runs."""
     from docsum.lexical import LEXICAL_EMBED_MODEL
-    from docsum.localembed import LOCAL_EMBED_MODEL, WEIGHTS_DISTRIBUTION, WEIGHTS_VERSION, missing_packages
+    from docsum.models.localembed import LOCAL_EMBED_MODEL, WEIGHTS_DISTRIBUTION, WEIGHTS_VERSION, missing_packages
 
     model = effective_embed_model(settings)
     if model == LOCAL_EMBED_MODEL:
@@ -246,9 +246,9 @@ def describe_embedder(settings: Settings) -> str:
 def make_llm(settings: Settings) -> tuple[Any, str | None]:
     """The LLM these settings select, and a one-line notice when it is the
     offline default (the CLI prints it on stderr)."""
-    from docsum.extractive import ExtractiveLLM
-    from docsum.llm import OpenAILLM
-    from docsum.localembed import LOCAL_EMBED_MODEL, check_available
+    from docsum.models.extractive import ExtractiveLLM
+    from docsum.models.llm import OpenAILLM
+    from docsum.models.localembed import LOCAL_EMBED_MODEL, check_available
 
     embed_model = effective_embed_model(settings)
     if embed_model == LOCAL_EMBED_MODEL:

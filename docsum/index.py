@@ -15,11 +15,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from docsum.ask import AskOptions, AskResult, ask
-from docsum.build import BuildOptions, BuildReport, build
+from docsum.build.pipeline import BuildOptions, BuildReport, build
 from docsum.errors import ConfigError
-from docsum.llm import LLM
-from docsum.stores import StoreLocation, display_location, is_postgres, open_store
+from docsum.models.llm import LLM
+from docsum.query.ask import AskOptions, AskResult, ask
+from docsum.store.base import StoreLocation, display_location, is_postgres, open_store
 
 
 class DocumentSummaryIndex:

@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakeopenai import FakeOpenAI
+from helpers import kind_of, user_text
 from typer.testing import CliRunner
 
 from cli.main import app
-from docsum.ask import AskOptions, ask
-from docsum.build import BuildOptions, build
+from docsum.build.pipeline import BuildOptions, build
 from docsum.errors import ConfigError
-from docsum.extractive import ExtractiveLLM
-from docsum.llm import OpenAILLM
-from docsum.prompts import EMOTION_STIMULI
-from fakeopenai import FakeOpenAI
-from helpers import kind_of, user_text
+from docsum.models.extractive import ExtractiveLLM
+from docsum.models.llm import OpenAILLM
+from docsum.models.prompts import EMOTION_STIMULI
+from docsum.query.ask import AskOptions, ask
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "sample_data" / "docs"
 QUESTION = "When did the library reopen after the renovation?"

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from docsum.budget import MIN_CHUNK_TOKENS, PromptBudget
-from docsum.extractive import ExtractiveLLM
-from docsum.llm import LLM
-from docsum.prompts import REFINE_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate
+from docsum.models.extractive import ExtractiveLLM
+from docsum.models.llm import LLM
+from docsum.models.prompts import REFINE_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate
+from docsum.query.budget import MIN_CHUNK_TOKENS, PromptBudget
 
 # Short words (never split into characters), newlines and paragraph breaks,
 # punctuation that BPE likes to merge across boundaries, and braces.

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fakeopenai import FakeOpenAI, Reply
 from helpers import (
     SAMPLE_DOCS,

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from fakeopenai import FakeOpenAI, Reply
 from helpers import llm_args, make_docs, run_cli, run_cli_subprocess
 

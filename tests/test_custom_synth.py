@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 PLUGIN = textwrap.dedent(
     '''
     from docsum import BaseSynthesizer
-    from docsum.prompts import TEXT_QA_PROMPT
+    from docsum.models.prompts import TEXT_QA_PROMPT
 
 
     class Shouty(BaseSynthesizer):

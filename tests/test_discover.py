@@ -9,14 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from docsum.discover import Discovery, FoundFile, SkippedFile, discover, skipped_summary
-from docsum.errors import ConfigError
-from docsum.formats import SUPPORTED_SUFFIXES
-from docsum.load import load_file
 from helpers import REPO, as_nobody, subprocess_env
 from helpers import write_file as write
 
+from docsum.errors import ConfigError
+from docsum.ingest.discover import Discovery, FoundFile, SkippedFile, discover, skipped_summary
+from docsum.ingest.formats import SUPPORTED_SUFFIXES
+from docsum.ingest.load import load_file
 
 # --------------------------------------------------------------------------- discovery
 
@@ -123,7 +122,7 @@ def test_unreadable_directory_is_an_error_and_protected(shared_dir: Path) -> Non
     locked.chmod(0)
     # Root ignores permissions: list the folder as the unprivileged user.
     script = (
-        "import json, sys; from pathlib import Path; from docsum.discover import discover; "
+        "import json, sys; from pathlib import Path; from docsum.ingest.discover import discover; "
         "d = discover([Path(sys.argv[1])]); "
         "print(json.dumps([[f.relpath for f in d.files], [e.reason for e in d.errors], d.protected]))"
     )

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
-
-from docsum.embedbatch import SummaryEmbedder
-from docsum.llm import OpenAILLM, track_calls
 from fakeopenai import FakeOpenAI, default_embedding
+
+from docsum.build.embedbatch import SummaryEmbedder
+from docsum.models.llm import OpenAILLM, track_calls
 
 
 def make_llm(fake: FakeOpenAI) -> OpenAILLM:

@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
-
-from docsum.evaluate import load_questions, rank_documents_by_nodes, retrieval_metrics
-from docsum.errors import ConfigError
 from fakeopenai import FakeOpenAI, Reply
 from helpers import run_cli
 
-import numpy as np
+from docsum.errors import ConfigError
+from docsum.query.evaluate import load_questions, rank_documents_by_nodes, retrieval_metrics
 
 DOCS = {
     "volcano.txt": "Mount Keltra is a volcano on Orvin Island. It last erupted in 1911 and its crater lake is 240 metres deep.",

@@ -9,9 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from docsum.extractive import EXTRACTIVE_MODEL, ExtractiveLLM, judge_by_overlap
 from docsum.lexical import sentences
-from docsum.prompts import (
+from docsum.models.extractive import EXTRACTIVE_MODEL, ExtractiveLLM, judge_by_overlap
+from docsum.models.llm import track_calls
+from docsum.models.prompts import (
     CHOICE_SELECT_PROMPT,
     COMPRESS_PROMPT,
     DEFAULT_SUMMARY_QUERY,
@@ -25,7 +26,6 @@ from docsum.prompts import (
     PromptTemplate,
     structured,
 )
-from docsum.llm import track_calls
 
 BEES = (
     "The apiary keeps twelve hives on the hill. Bees make honey from nectar in late summer. "

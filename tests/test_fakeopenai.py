@@ -17,7 +17,6 @@ import urllib.request
 import httpx2
 import openai
 import pytest
-
 from fakeopenai import FakeOpenAI, Reply, default_embedding
 
 

@@ -24,15 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from docsum.build import BuildOptions, build
-from docsum.extractive import ExtractiveLLM
-from docsum.store import Store
 from fakeopenai import FakeOpenAI, Reply, default_embedding
 from helpers import (
-    kind_of,
-    user_text,
     CliResult,
+    kind_of,
     llm_args,
     make_docs,
     marker,
@@ -41,7 +36,12 @@ from helpers import (
     run_cli,
     run_cli_subprocess,
     subprocess_env,
+    user_text,
 )
+
+from docsum.build.pipeline import BuildOptions, build
+from docsum.models.extractive import ExtractiveLLM
+from docsum.store.sqlite import Store
 
 QUESTION = "What does the bees report say?"
 FAST_RETRY = {"retry-after-ms": "1"}  # the openai client honours it: no 0.5 s back-off per retry

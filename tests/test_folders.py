@@ -13,7 +13,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from fakeopenai import FakeOpenAI, Reply
 from helpers import (
     NOBODY,

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import docx
 import pytest
-
-from docsum import markup
-from docsum.errors import LoadError
-from docsum.load import load_file
 from helpers import run_cli, stored_paths
 from helpers import write_file as write
+
+from docsum.errors import LoadError
+from docsum.ingest import markup
+from docsum.ingest.load import load_file
 
 PAGE = b"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Harbour  Report</title>

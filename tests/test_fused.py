@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from docsum.bm25 import BM25Index
-from docsum.evidence import DocumentEvidence, cache_dir, sum_of_best
-from docsum.extractive import ExtractiveLLM
-from docsum.retrieve import EntryCorpus, SummaryEntry, reciprocal_rank_fusion, retrieve
 from helpers import REPO, run_cli, subprocess_env
+
+from docsum.models.extractive import ExtractiveLLM
+from docsum.query.bm25 import BM25Index
+from docsum.query.evidence import DocumentEvidence, cache_dir, sum_of_best
+from docsum.query.retrieve import EntryCorpus, SummaryEntry, reciprocal_rank_fusion, retrieve
 
 TOPICS = {
     "bees.txt": "Beekeeping notes\n\nThe apiary keeps forty hives of honey bees. Bees swarm in spring and the honey harvest is in August.",

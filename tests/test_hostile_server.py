@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from fakeopenai import FakeOpenAI, Reply
 from helpers import PLANTED_KEY, REPO, cli_command, llm_args, make_docs, run_cli, subprocess_env
 

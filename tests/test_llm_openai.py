@@ -13,9 +13,10 @@ import time
 
 import numpy as np
 import pytest
+from fakeopenai import FakeOpenAI, Reply, word_count
 
 from docsum.errors import ContextLengthError, LLMError
-from docsum.llm import (
+from docsum.models.llm import (
     PER_MESSAGE_TOKENS,
     REPLY_PRIMER_TOKENS,
     OpenAILLM,
@@ -23,9 +24,8 @@ from docsum.llm import (
     estimated_cost,
     track_calls,
 )
-from docsum.prompts import TEXT_QA_PROMPT, PromptTemplate
+from docsum.models.prompts import TEXT_QA_PROMPT, PromptTemplate
 from docsum.schema import Usage
-from fakeopenai import FakeOpenAI, Reply, word_count
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 FAST_RETRY = {"retry-after-ms": "1"}  # the client honours this; "Retry-After: 0" would mean its 0.5 s backoff

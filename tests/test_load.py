@@ -11,12 +11,12 @@ from typing import Any
 
 import pypdf
 import pytest
-
-from docsum.errors import LoadError
-from docsum.discover import discover
-from docsum.load import LoadedDocument, load_file
 from helpers import REPO, as_nobody, subprocess_env
 from helpers import write_file as write
+
+from docsum.errors import LoadError
+from docsum.ingest.discover import discover
+from docsum.ingest.load import LoadedDocument, load_file
 
 EVAL_PDFS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
 
@@ -315,7 +315,7 @@ def test_unreadable_file(shared_dir: Path) -> None:
     path.chmod(0)
     # Root reads any file: load it as the unprivileged user.
     script = (
-        "import sys; from pathlib import Path; from docsum.errors import LoadError; from docsum.load import load_file\n"
+        "import sys; from pathlib import Path; from docsum.errors import LoadError; from docsum.ingest.load import load_file\n"
         "try:\n    load_file(Path(sys.argv[1]))\nexcept LoadError as exc:\n    print(exc.reason)"
     )
     proc = subprocess.run(

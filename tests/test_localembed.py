@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from docsum.localembed import LOCAL_EMBED_MODEL, missing_packages
 from helpers import REPO, run_cli, subprocess_env
+
+from docsum.models.localembed import LOCAL_EMBED_MODEL, missing_packages
 
 needs_extra = pytest.mark.skipif(bool(missing_packages()), reason=f"the [embed] extra is not installed ({', '.join(missing_packages())})")
 
@@ -81,7 +81,7 @@ def test_local_embedder_builds_and_answers_offline_without_telemetry(tmp_path: P
 
 @needs_extra
 def test_local_vectors_are_unit_length_and_follow_meaning() -> None:
-    from docsum.localembed import LocalEmbedder
+    from docsum.models.localembed import LocalEmbedder
 
     vectors = LocalEmbedder.shared().embed([
         "Apple's net sales rose in the third quarter.",

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from docsum import store as store_mod
-from docsum.errors import StoreVersionError
-from docsum.store import MIGRATIONS, Store
 from helpers import SAMPLE_DOCS, run_cli
+
+from docsum.errors import StoreVersionError
+from docsum.store.sqlite import MIGRATIONS, Store
+from docsum.store import sqlite as store_mod
 
 LIST_QUERY = "SELECT doc_id FROM documents ORDER BY path, root"
 
@@ -254,7 +254,7 @@ def test_library_readers_migrate_too(tmp_path: Path) -> None:
     with Store.open(store) as s:
         s.set_meta("answer", {"n": 42})
     downgrade_to_v1(store)
-    with Store.open(store, create=False, readonly=True) as s:  # docsum.ask, eval and the index API read like this
+    with Store.open(store, create=False, readonly=True) as s:  # docsum.query.ask, eval and the index API read like this
         assert s.schema_version == len(MIGRATIONS) and s.readonly
         assert s.get_meta("answer") == {"n": 42}
     assert json.loads(sqlite3.connect(store).execute("SELECT value FROM meta").fetchone()[0]) == {"n": 42}

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from helpers import SAMPLE_DOCS, cli_command, run_cli, subprocess_env
+
 from docsum.errors import DocsumError
-from docsum.lock import BuildLock
-from docsum.store import Store
+from docsum.store.lock import BuildLock
+from docsum.store.sqlite import Store
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 

@@ -10,16 +10,16 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 import docsum
-from helpers import REPO
 
 
 def test_the_library_never_imports_typer_or_rich() -> None:
     """Every module of docsum/, imported in a fresh interpreter, pulls in
     neither typer nor rich (nor the CLI package)."""
     modules = sorted(m.name for m in pkgutil.walk_packages(docsum.__path__, "docsum."))
-    assert "docsum.ask" in modules and "docsum.build" in modules
+    assert "docsum.query.ask" in modules and "docsum.build.pipeline" in modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"

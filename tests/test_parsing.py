@@ -16,15 +16,15 @@ import zlib
 from pathlib import Path
 
 import pytest
-
-from docsum import load as load_module
-from docsum.build import BuildOptions, FileOutcome, build
-from docsum.errors import LoadError
-from docsum.extractive import ExtractiveLLM
-from docsum.load import load_file, read_once
-from docsum.pdf import PYPDF_LIMITS, load_pdf
 from helpers import EVAL_PDFS, run_cli, spawn_cli, stored_paths, subprocess_env, wait_for
 from test_load import TWO_PAGES, assemble_pdf, make_pdf, pdfium_refuses, write
+
+from docsum.build.pipeline import BuildOptions, FileOutcome, build
+from docsum.errors import LoadError
+from docsum.ingest import load as load_module
+from docsum.ingest.load import load_file, read_once
+from docsum.ingest.pdf import PYPDF_LIMITS, load_pdf
+from docsum.models.extractive import ExtractiveLLM
 
 
 def pdf_with_content(content: bytes, to_unicode: bytes | None = None) -> bytes:
@@ -350,8 +350,8 @@ def test_jobs_one_builds_the_same(tmp_path: Path) -> None:
 
 
 def test_the_cache_is_trimmed_least_recently_used_first(tmp_path: Path) -> None:
-    from docsum.load import LoadedDocument
-    from docsum.parsing import TextCache
+    from docsum.ingest.load import LoadedDocument
+    from docsum.ingest.parsing import TextCache
 
     cache = TextCache(tmp_path / "cache")
     docs = {name: LoadedDocument(text=f"{name} " * 20_000, page_starts=[], title=name, kind="text") for name in ("a", "b", "c")}

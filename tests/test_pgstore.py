@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from fakeopenai import FakeOpenAI
 from helpers import (
     SAMPLE_DOCS,
@@ -34,10 +33,10 @@ from helpers import (
 )
 from pgserver import TEST_PASSWORD
 
-from docsum import pgstore
 from docsum.errors import DocsumError, StoreVersionError
-from docsum.store import DocumentRecord, make_doc_id
-from docsum.stores import display_location, open_store, store_exists
+from docsum.store.base import display_location, open_store, store_exists
+from docsum.store.sqlite import DocumentRecord, make_doc_id
+from docsum.store import postgres as pgstore
 
 
 def pg_count(url: str, sql: str = "SELECT count(*) FROM documents") -> int:
@@ -206,7 +205,7 @@ def test_an_expired_claim_of_a_stopped_builder_is_taken_over(pg_url: str, tmp_pa
     open_store(pg_url).close()
     env = subprocess_env(DOCSUM_CLAIM_TIMEOUT="1")
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom docsum.stores import open_store\n"
+        [sys.executable, "-c", "import sys, time\nfrom docsum.store.base import open_store\n"
          "s = open_store(sys.argv[1]); assert s.claim('d1'); print('claimed', flush=True); time.sleep(60)", pg_url],
         env=env, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -298,9 +297,10 @@ def test_a_builder_pruning_does_not_remove_what_another_just_added(tmp_path: Pat
     make_docs(docs, 3)
     assert run_cli("build", docs, "--store", pg_url).code == 0
     with open_store(pg_url) as store:
-        from docsum.build import BuildOptions, Builder
-        from docsum.extractive import ExtractiveLLM
         import asyncio
+
+        from docsum.build.pipeline import Builder, BuildOptions
+        from docsum.models.extractive import ExtractiveLLM
 
         builder = Builder(store, ExtractiveLLM(), BuildOptions(paths=[docs]))
         plan = asyncio.run(builder.reconcile())
@@ -316,7 +316,7 @@ def test_a_builder_pruning_does_not_remove_what_another_just_added(tmp_path: Pat
 
 
 class CountingSource:
-    """The store as docsum.vectors sees it, counting what each refresh fetched."""
+    """The store as docsum.store.vectors sees it, counting what each refresh fetched."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -329,7 +329,7 @@ class CountingSource:
 
 
 def test_ask_fetches_only_what_changed_since_the_last_question(pg_url: str) -> None:
-    from docsum.vectors import load_vectors, refresh_vectors
+    from docsum.store.vectors import load_vectors, refresh_vectors
 
     with open_store(pg_url) as writer:
         for i in range(5):

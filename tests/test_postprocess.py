@@ -14,16 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakeopenai import FakeOpenAI, Reply
+from helpers import user_text
 from typer.testing import CliRunner
 
 from cli.main import app
-from docsum.build import BuildOptions, build
-from docsum.extractive import ExtractiveLLM
-from docsum.llm import OpenAILLM
-from docsum.postprocess import compress, llm_rerank, long_context_reorder, reorder_positions, similarity_cutoff
+from docsum.build.pipeline import BuildOptions, build
+from docsum.models.extractive import ExtractiveLLM
+from docsum.models.llm import OpenAILLM
+from docsum.query.postprocess import compress, llm_rerank, long_context_reorder, reorder_positions, similarity_cutoff
 from docsum.schema import Node, NodeWithScore
-from fakeopenai import FakeOpenAI, Reply
-from helpers import user_text
 
 # --------------------------------------------------------------------------- helpers
 

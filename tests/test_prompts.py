@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from docsum.errors import ConfigError, ExitCode, TemplateVariableError
-from docsum.prompts import (
+from docsum.models.prompts import (
     CHOICE_SELECT_PROMPT,
     DEFAULT_SUMMARY_QUERY,
     EMOTION_STIMULI,

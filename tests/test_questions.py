@@ -8,10 +8,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from docsum import ask as ask_mod
 from fakeopenai import FakeOpenAI, Reply
 from helpers import SAMPLE_DOCS, llm_args, make_docs, run_cli, store_count
+
+from docsum.query import ask as ask_mod
 
 LIBRARY = "When did the library reopen after the renovation?"
 OVEN = "How much did Brindle & Daughter pay for the oven?"

@@ -19,8 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-from docsum.store import Store
 from fakeopenai import FakeOpenAI
 from helpers import (
     EVAL_PDFS,
@@ -40,6 +38,8 @@ from helpers import (
     subprocess_env,
     wait_for,
 )
+
+from docsum.store.sqlite import Store
 
 
 def build_json(store: Path, *args: str | Path):  # type: ignore[no-untyped-def]
@@ -392,8 +392,8 @@ def test_wait_gives_up_with_exit_4(tmp_path: Path) -> None:
 def test_windowed_split_of_a_long_text_equals_the_single_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     import random
 
-    import docsum.split as split_mod
-    from docsum.tokens import tokenizer_for_model
+    import docsum.ingest.split as split_mod
+    from docsum.models.tokens import tokenizer_for_model
 
     tok = tokenizer_for_model("gpt-4")
     rng = random.Random(7)

@@ -4,7 +4,7 @@ LLM retriever (concurrent batches, per-batch numbering, fallback, empty
 choice) and the hybrid shortlist.
 
 The LLM is the offline extractive engine or a FakeOpenAI server reached
-through its base URL; stores are built with `docsum.build.build` on small
+through its base URL; stores are built with `docsum.build.pipeline.build` on small
 corpora written here.
 """
 
@@ -18,15 +18,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fakeopenai import FakeOpenAI, Reply, default_embedding
+from helpers import user_text
 from typer.testing import CliRunner
 
 from cli.main import app
-from docsum.build import BuildOptions, build
-from docsum.extractive import ExtractiveLLM
-from docsum.retrieve import SummaryEntry, format_batch, parse_choices, retrieve, says_none
-from docsum.store import Store
-from fakeopenai import FakeOpenAI, Reply, default_embedding
-from helpers import user_text
+from docsum.build.pipeline import BuildOptions, build
+from docsum.models.extractive import ExtractiveLLM
+from docsum.query.retrieve import SummaryEntry, format_batch, parse_choices, retrieve, says_none
+from docsum.store.sqlite import Store
 
 # --------------------------------------------------------------------------- helpers
 

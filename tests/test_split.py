@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docsum.split import Chunk, _sentence_cuts, split_document, split_tokens
-from docsum.tokens import Tokenizer, tokenizer_for_model
+from docsum.ingest.split import Chunk, _sentence_cuts, split_document, split_tokens
+from docsum.models.tokens import Tokenizer, tokenizer_for_model
 
 GPT4 = tokenizer_for_model("gpt-4")  # cl100k, no margin
 GPT4O = tokenizer_for_model("gpt-4o")  # o200k

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from docsum import tokens
 from fakeopenai import FakeOpenAI
 from helpers import REPO, SAMPLE_DOCS, llm_args, run_cli, subprocess_env
 
-HEAVY = ("numpy", "openai", "rich", "docsum.evaluate", "tiktoken")
+from docsum.models import tokens
+
+HEAVY = ("numpy", "openai", "rich", "docsum.query.evaluate", "tiktoken")
 
 # Runs one command in a fresh interpreter and reports which heavy modules it loaded.
 PROBE = """

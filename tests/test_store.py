@@ -1,4 +1,4 @@
-"""Tests for docsum.store and docsum.paths: fast, no network, no LLM."""
+"""Tests for docsum.store.sqlite and docsum.paths: fast, no network, no LLM."""
 
 from __future__ import annotations
 
@@ -25,18 +25,18 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from docsum import store as store_mod  # noqa: E402
 from docsum.errors import DocsumError, ExitCode, StoreLockedError, StoreVersionError  # noqa: E402
 from docsum.paths import config_dir, data_dir, docsum_home, resolve_store_path  # noqa: E402
-from docsum.lock import BuildLock  # noqa: E402
-from docsum.stores import open_store  # noqa: E402
-from docsum.store import (  # noqa: E402
+from docsum.store.base import open_store  # noqa: E402
+from docsum.store.lock import BuildLock  # noqa: E402
+from docsum.store.sqlite import (  # noqa: E402
     MIGRATIONS,
     DocumentRecord,
     NodeRecord,
     Store,
     make_doc_id,
 )
+from docsum.store import sqlite as store_mod  # noqa: E402
 
 ROOT = "/data/docs"
 
@@ -580,7 +580,7 @@ def test_reader_in_other_process_while_store_writes(store_path: Path) -> None:
             """
             import sys
             from pathlib import Path
-            from docsum.store import Store
+            from docsum.store.sqlite import Store
             with Store.open(Path(sys.argv[1]), create=False) as s:
                 print(",".join(d.path for d in s.list_documents()))
             """,
@@ -598,7 +598,7 @@ TRY_LOCK = """
 import sys
 from pathlib import Path
 from docsum.errors import StoreLockedError
-from docsum.lock import BuildLock
+from docsum.store.lock import BuildLock
 try:
     BuildLock(Path(sys.argv[1]), wait_seconds=float(sys.argv[2])).acquire()
 except StoreLockedError as exc:
@@ -610,7 +610,7 @@ print("acquired")
 HOLD_LOCK = """
 import sys
 from pathlib import Path
-from docsum.lock import BuildLock
+from docsum.store.lock import BuildLock
 lock = BuildLock(Path(sys.argv[1]))
 lock.acquire()
 print("held", flush=True)

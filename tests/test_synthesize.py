@@ -13,12 +13,12 @@ from collections.abc import Callable
 from typing import Any, AsyncIterator
 
 import pytest
+from fakeopenai import FakeOpenAI, RecordedRequest, Reply, word_count
 
-from docsum.budget import PromptBudget
 from docsum.errors import ConfigError, TemplateVariableError
-from docsum.extractive import ExtractiveLLM
-from docsum.llm import LLM, OpenAILLM
-from docsum.prompts import (
+from docsum.models.extractive import ExtractiveLLM
+from docsum.models.llm import LLM, OpenAILLM
+from docsum.models.prompts import (
     REFINE_PROMPT,
     RULE,
     STRUCTURED_SUFFIX,
@@ -27,8 +27,8 @@ from docsum.prompts import (
     PromptTemplate,
     structured,
 )
-from docsum.schema import Node, NodeWithScore, Response, ResponseStatus
-from docsum.synthesize import (
+from docsum.query.budget import PromptBudget
+from docsum.query.synthesize import (
     ACCUMULATE_SEPARATOR,
     BaseSynthesizer,
     ResponseMode,
@@ -38,8 +38,7 @@ from docsum.synthesize import (
     parse_structured,
     planned_calls,
 )
-from fakeopenai import FakeOpenAI, RecordedRequest, Reply, word_count
-
+from docsum.schema import Node, NodeWithScore, Response, ResponseStatus
 
 WINDOW = 600
 OUTPUT = 64

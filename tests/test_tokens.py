@@ -10,8 +10,8 @@ import tiktoken
 import tiktoken.load
 import tiktoken_ext.openai_public as openai_public
 
-from docsum import tokens
-from docsum.tokens import Tokenizer, get_encoding, tokenizer_for_model
+from docsum.models import tokens
+from docsum.models.tokens import Tokenizer, get_encoding, tokenizer_for_model
 
 SAMPLE = (
     "The quick brown fox jumps over the lazy dog. It's 3.14159 o'clock!\n\n"

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from docsum import vectors as vectors_mod
-from docsum.corpus import StoreCorpus
-from docsum.extractive import ExtractiveLLM
-from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
-from docsum.retrieve import SummaryEntry, retrieve, score_by_embedding, summary_index_text
-from docsum.store import DocumentRecord, Store
-from docsum.vectors import cache_path_for, load_vectors, refresh_vectors
 from helpers import REPO, SAMPLE_DOCS, run_cli, subprocess_env
+
+from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
+from docsum.models.extractive import ExtractiveLLM
+from docsum.query.corpus import StoreCorpus
+from docsum.query.retrieve import SummaryEntry, retrieve, score_by_embedding, summary_index_text
+from docsum.store.sqlite import DocumentRecord, Store
+from docsum.store import vectors as vectors_mod
+from docsum.store.vectors import cache_path_for, load_vectors, refresh_vectors
 
 TOPICS = ["ferry river crossing", "bakery ovens bread", "library renovation books", "orchard apples harvest",
           "railway timetable trains", "harbour fishing boats", "theatre play rehearsal"]

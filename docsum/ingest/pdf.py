@@ -10,7 +10,7 @@ all.  Which engine produced a document's text is recorded in
 Both engines run on untrusted bytes.  pypdf's safety limits are raised to what
 real filings need (10-Qs hold content arrays of several hundred thousand
 elements) but stay finite; the worker process that calls this module also has
-an address-space limit and a time limit (see docsum.parsing).
+an address-space limit and a time limit (see docsum.ingest.parsing).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from docsum.errors import LoadError, one_line
-from docsum.load import PLACEHOLDER_TITLES, LoadedDocument, clip_title, first_line_title, name_title
+from docsum.ingest.load import PLACEHOLDER_TITLES, LoadedDocument, clip_title, first_line_title, name_title
 
 if TYPE_CHECKING:
     import pypdf

@@ -1,5 +1,5 @@
 """The shared store: the same documents, nodes, failures, runs and calls as the
-SQLite store (docsum.store), in a PostgreSQL database, for a team.
+SQLite store (docsum.store.sqlite), in a PostgreSQL database, for a team.
 
 Design notes (the why):
 
@@ -22,7 +22,7 @@ Design notes (the why):
   and tombstones written by transactions from that one on. Rows of
   transactions that were still running are fetched again: harmless, whereas a
   plain sequence would skip a row whose transaction committed late. The copy
-  is docsum.vectors' vector file, kept in the local data directory.
+  is docsum.store.vectors' vector file, kept in the local data directory.
 * The connection string may hold a password: every message goes through
   display_location / _redact, never the raw string.
 
@@ -48,14 +48,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from docsum.errors import ConfigError, DocsumError, StoreVersionError
-from docsum.store import (
+from docsum.paths import data_dir
+from docsum.store.base import display_location, location_secrets
+from docsum.store.sqlite import (
     DOC_COLUMNS,
     DOC_COLUMNS_NO_EMBEDDING,
     CallRow,
     DocumentRecord,
     NodeRecord,
-    document_from_row,
     decode_embedding,
+    document_from_row,
     document_params,
     dumps_json,
     encode_embedding,
@@ -65,9 +67,7 @@ from docsum.store import (
     stack_embeddings,
     utc_now,
 )
-from docsum.paths import data_dir
-from docsum.stores import display_location, location_secrets
-from docsum.vectors import VectorChange, VectorChanges
+from docsum.store.vectors import VectorChange, VectorChanges
 
 if TYPE_CHECKING:
     import psycopg

@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 
-from docsum.budget import PromptBudget
 from docsum.errors import ConfigError
+from docsum.ingest.split import iter_split_tokens
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_scores, lexical_vectors
-from docsum.llm import LLM
-from docsum.prompts import CHOICE_SELECT_PROMPT, PromptTemplate
-from docsum.split import iter_split_tokens
+from docsum.models.llm import LLM
+from docsum.models.prompts import CHOICE_SELECT_PROMPT, PromptTemplate
+from docsum.query.budget import PromptBudget
 
 if TYPE_CHECKING:
-    from docsum.evidence import DocumentEvidence
-    from docsum.store import DocumentRecord
+    from docsum.query.evidence import DocumentEvidence
+    from docsum.store.sqlite import DocumentRecord
 
 log = logging.getLogger("docsum")
 
@@ -353,7 +353,7 @@ def default_retriever(llm: LLM) -> str:
     vectors (lexical, or the small local model) rank worse alone than fused
     with BM25 node evidence, while a server's embedding model on its own is the
     reference system's retriever."""
-    from docsum.localembed import LOCAL_EMBED_MODEL
+    from docsum.models.localembed import LOCAL_EMBED_MODEL
 
     if llm.metadata.extractive or llm.metadata.embed_model in (LEXICAL_EMBED_MODEL, LOCAL_EMBED_MODEL):
         return "fused"
@@ -394,7 +394,7 @@ class SummaryCorpus(Protocol):
         ...
 
     def bm25_evidence(self) -> DocumentEvidence:
-        """BM25 over every document's summary and nodes (see docsum.evidence)."""
+        """BM25 over every document's summary and nodes (see docsum.query.evidence)."""
         ...
 
 
@@ -426,7 +426,7 @@ class EntryCorpus:
 
     def bm25_evidence(self) -> DocumentEvidence:
         """Entries carry no nodes: the evidence is their summaries alone."""
-        from docsum.evidence import DocumentEvidence
+        from docsum.query.evidence import DocumentEvidence
 
         if self._evidence is None:
             self._evidence = DocumentEvidence.from_texts(

@@ -2,7 +2,7 @@
 
 Two engines implement it: `OpenAILLM` (any OpenAI-compatible server, through the
 `openai` package) and `ExtractiveLLM` (offline, deterministic, no model weights;
-see `docsum.extractive`). Both are async first; `predict` is a sync convenience.
+see `docsum.models.extractive`). Both are async first; `predict` is a sync convenience.
 
 Every request is recorded as a `CallRecord` on the engine and on every active
 `track_calls()` scope, so a synthesizer can report exactly what its answer cost
@@ -27,11 +27,11 @@ import numpy as np
 
 from docsum.errors import ConfigError, ContextLengthError, LLMError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
-from docsum.localembed import LOCAL_EMBED_MODEL, embed_locally
-from docsum.prompts import PromptTemplate
+from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
+from docsum.models.prompts import PromptTemplate
+from docsum.models.tokens import Tokenizer, tokenizer_for_model
 from docsum.sanitize import Redactor, credential_secrets, url_credentials, url_without_credentials
 from docsum.schema import CallRecord
-from docsum.tokens import Tokenizer, tokenizer_for_model
 
 log = logging.getLogger("docsum")
 

@@ -1,4 +1,4 @@
-"""The loop a file-reading worker process runs (see docsum.parsing).
+"""The loop a file-reading worker process runs (see docsum.ingest.parsing).
 
 The build's fork server imports this module once and forks every worker from
 it, so what is loaded here is loaded once per build, not once per worker:
@@ -15,8 +15,8 @@ from typing import Any
 import pypdfium2  # noqa: F401 - loaded once in the fork server (see above)
 
 from docsum.errors import LoadError
-from docsum.parsing import parse_file, unexpected_reason
-from docsum.tokens import get_encoding
+from docsum.ingest.parsing import parse_file, unexpected_reason
+from docsum.models.tokens import get_encoding
 
 get_encoding("cl100k_base")
 

@@ -17,10 +17,10 @@ from typing import Any, AsyncIterator
 
 import numpy as np
 
-from docsum.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.lexical import LEXICAL_EMBED_MODEL, key_dates, key_terms, lexical_vectors, sentences, terms
-from docsum.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
-from docsum.prompts import (
+from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
+from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
+from docsum.models.prompts import (
     KIND_CHOICE_SELECT,
     KIND_COMPRESS,
     KIND_JUDGE,
@@ -31,8 +31,8 @@ from docsum.prompts import (
     NO_OUTPUT,
     PromptTemplate,
 )
+from docsum.models.tokens import tokenizer_for_model
 from docsum.schema import CallRecord
-from docsum.tokens import tokenizer_for_model
 
 EXTRACTIVE_MODEL = "docsum-extractive"
 _DOC_BLOCK = re.compile(r"^Document (\d+):\s*$", re.MULTILINE)

@@ -1,5 +1,5 @@
 """One store interface, two implementations: a local SQLite file (the default,
-docsum.store) and a shared PostgreSQL database (docsum.pgstore).
+docsum.store.sqlite) and a shared PostgreSQL database (docsum.store.postgres).
 
 Everything above the store (build, ask, eval, the CLI) talks to `DocumentStore`
 and opens stores through `open_store`, so the pipeline exists once. A store is
@@ -16,8 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from docsum.store import CallRow, DocumentRecord, NodeRecord, Store
-from docsum.vectors import VectorChanges
+from docsum.store.sqlite import CallRow, DocumentRecord, NodeRecord, Store
+from docsum.store.vectors import VectorChanges
 
 if TYPE_CHECKING:  # annotations only: the CLI imports this module for every command
     import numpy as np
@@ -122,7 +122,7 @@ def open_store(location: StoreLocation, *, create: bool = True, readonly: bool =
     """Open the store at `location` (a path or a postgresql:// URL); see Store.open
     for create/readonly. psycopg is imported only here, only for PostgreSQL."""
     if is_postgres(location):
-        from docsum.pgstore import PostgresStore
+        from docsum.store.postgres import PostgresStore
 
         return PostgresStore.open(str(location), create=create, readonly=readonly)
     return Store.open(Path(location), create=create, readonly=readonly)
@@ -131,7 +131,7 @@ def open_store(location: StoreLocation, *, create: bool = True, readonly: bool =
 def store_exists(location: StoreLocation) -> bool:
     """Whether a docsum store is at `location` (for PostgreSQL: its tables exist)."""
     if is_postgres(location):
-        from docsum.pgstore import PostgresStore
+        from docsum.store.postgres import PostgresStore
 
         return PostgresStore.exists(str(location))
     return Path(location).exists()

@@ -1,4 +1,4 @@
-"""The local store: one SQLite file per index (the build lock beside it is in docsum.lock).
+"""The local store: one SQLite file per index (the build lock beside it is in docsum.store.lock).
 
 Design notes (the why):
 
@@ -39,7 +39,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from docsum.errors import DocsumError, StoreVersionError
-from docsum.vectors import VectorChange, VectorChanges, cache_path_for
+from docsum.store.vectors import VectorChange, VectorChanges, cache_path_for
 
 if TYPE_CHECKING:  # numpy is imported where vectors are touched: listing documents needs none
     import numpy as np
@@ -141,7 +141,7 @@ MIGRATIONS: list[str] = [
     DROP INDEX documents_path;
     """,
     # v3: a log of summary-vector changes, so the vector file beside the store
-    # (docsum.vectors) learns what changed since it was written without
+    # (docsum.store.vectors) learns what changed since it was written without
     # reading every document. One row per document ever stored: a change
     # moves the document's row to a new, higher seq (AUTOINCREMENT never
     # reuses one), a removal leaves its row as the tombstone. The triggers keep
@@ -192,7 +192,7 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-_now = utc_now  # the name docsum.lock imports
+_now = utc_now  # the name docsum.store.lock imports
 
 
 def make_doc_id(root: str, relpath: str) -> str:
@@ -834,7 +834,7 @@ class Store:
     def vector_changes(self, since: int) -> VectorChanges:
         """The documents whose summary vector changed after generation `since`
         (added, re-embedded or removed), with their current vectors, fetched
-        in batches as the caller iterates. See docsum.vectors.VectorSource."""
+        in batches as the caller iterates. See docsum.store.vectors.VectorSource."""
         conn = self.conn
         store_id = str(self.get_meta("store_id", ""))
         generation = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM vector_log").fetchone()[0])
@@ -871,7 +871,7 @@ class Store:
 
     @property
     def vectors_file(self) -> Path:
-        """Where questions keep the summary vectors of this store (docsum.vectors)."""
+        """Where questions keep the summary vectors of this store (docsum.store.vectors)."""
         return cache_path_for(self.path)
 
     def search_description(self) -> str:

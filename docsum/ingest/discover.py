@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docsum.errors import ConfigError, LoadError, os_reason
-from docsum.formats import kind_for
+from docsum.ingest.formats import kind_for
 
 if TYPE_CHECKING:
     import pathspec

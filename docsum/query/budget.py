@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 
-from docsum.llm import LLMMetadata, PER_MESSAGE_TOKENS, REPLY_PRIMER_TOKENS
-from docsum.prompts import PromptTemplate
-from docsum.split import iter_split_tokens, split_tokens
+from docsum.ingest.split import iter_split_tokens, split_tokens
+from docsum.models.llm import PER_MESSAGE_TOKENS, REPLY_PRIMER_TOKENS, LLMMetadata
+from docsum.models.prompts import PromptTemplate
 
 log = logging.getLogger("docsum")
 

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from docsum.bm25 import BM25_B, BM25_K1, BM25_METHOD, BM25Index
 from docsum.lexical import terms
+from docsum.query.bm25 import BM25_B, BM25_K1, BM25_METHOD, BM25Index
 
 if TYPE_CHECKING:
-    from docsum.stores import DocumentStore
+    from docsum.store.base import DocumentStore
 
 log = logging.getLogger("docsum")
 
@@ -124,7 +124,7 @@ def cache_dir(vectors_file: Path) -> Path:
 def load_evidence(store: DocumentStore) -> DocumentEvidence:
     """The BM25 evidence of every document in `store`: from the index kept
     beside the store when it is current, else built now (and kept)."""
-    from docsum.retrieve import summary_index_text
+    from docsum.query.retrieve import summary_index_text
 
     versions = store.document_versions()
     digest = hashlib.sha256(f"v{EVIDENCE_VERSION} {BM25_METHOD} {BM25_K1} {BM25_B}\n".encode())

@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from docsum.errors import LoadError
-from docsum.formats import kind_for
-from docsum.load import READERS, LoadedDocument, load_content, read_once
-from docsum.split import Chunk, split_document
-from docsum.tokens import Tokenizer, get_encoding
+from docsum.ingest.formats import kind_for
+from docsum.ingest.load import READERS, LoadedDocument, load_content, read_once
+from docsum.ingest.split import Chunk, split_document
+from docsum.models.tokens import Tokenizer, get_encoding
 
 DEFAULT_TIMEOUT_S = 300.0
 # The extracted-text cache is trimmed to this size (least recently used first)
@@ -192,7 +192,7 @@ def _context() -> multiprocessing.context.BaseContext:
         try:
             ctx = multiprocessing.get_context("forkserver")
             # Imported once in the fork server, so each worker starts warm.
-            ctx.set_forkserver_preload(["docsum.parseworker"])
+            ctx.set_forkserver_preload(["docsum.ingest.parseworker"])
         except ValueError:  # no forkserver on this platform
             ctx = multiprocessing.get_context("spawn")
         _CONTEXT = ctx
@@ -206,7 +206,7 @@ _START_TIMEOUT_S = 120.0
 
 class _Worker:
     def __init__(self, memory_mb: int, encoding: str) -> None:
-        from docsum.parseworker import worker_main  # it imports this module
+        from docsum.ingest.parseworker import worker_main  # it imports this module
 
         ctx = _context()
         self.conn, child = ctx.Pipe(duplex=True)

@@ -2,7 +2,7 @@
 
 Nothing here raises but ``LoadError``: ``load_file`` reports every per-file
 failure with a one-line reason, so a build over thousands of files never stops
-because one of them is odd.  Finding the files is docsum.discover's job.
+because one of them is odd.  Finding the files is docsum.ingest.discover's job.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from docsum.discover import printable_name
 from docsum.errors import LoadError, one_line, os_reason
-from docsum.formats import kind_for
-from docsum.markup import READERS as MARKUP_READERS
+from docsum.ingest.discover import printable_name
+from docsum.ingest.formats import kind_for
+from docsum.ingest.markup import READERS as MARKUP_READERS
 
 _TITLE_MAX = 120
 # Share of control bytes (other than tab/newline/CR/FF/VT/ESC) above which a
@@ -36,7 +36,7 @@ class LoadedDocument:
     text: str
     page_starts: list[int]  # [] for text files; PDF page i+1 starts at page_starts[i]
     title: str
-    kind: str  # a value of docsum.formats.SUPPORTED_SUFFIXES: "pdf", "text", "markdown", "html", ...
+    kind: str  # a value of docsum.ingest.formats.SUPPORTED_SUFFIXES: "pdf", "text", "markdown", "html", ...
     warnings: list[str] = field(default_factory=list)
     extractor: str = ""  # PDFs: the engine that produced the text ("pdfium" | "pypdf")
 
@@ -135,7 +135,7 @@ Reader = Callable[[Path, bytes], LoadedDocument]
 
 
 def _read_pdf(path: Path, data: bytes) -> LoadedDocument:
-    from docsum.pdf import load_pdf  # PDF engines cost ~50 ms to import; `docsum ask` never needs them
+    from docsum.ingest.pdf import load_pdf  # PDF engines cost ~50 ms to import; `docsum ask` never needs them
 
     return load_pdf(path, data)
 
@@ -230,7 +230,7 @@ def _load_text(path: Path, data: bytes, kind: str) -> LoadedDocument:
 
 
 def _load_markup(path: Path, data: bytes, kind: str) -> LoadedDocument:
-    """HTML and Word files: docsum.markup turns them into text with Markdown-style headings."""
+    """HTML and Word files: docsum.ingest.markup turns them into text with Markdown-style headings."""
     extracted = MARKUP_READERS[kind](path, data)
     text = _normalise_newlines(extracted.text).replace("\x00", "")
     if not any(ch.isalnum() for ch in text):

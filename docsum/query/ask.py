@@ -15,16 +15,22 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, TypeVar
 
-from docsum.budget import PromptBudget
 from docsum.errors import ConfigError, ContextLengthError, DocsumError, ExitCode, LLMError
-from docsum.llm import LLM, closing_stream, track_calls
-from docsum.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
-from docsum.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
-from docsum.corpus import StoreCorpus
-from docsum.retrieve import RETRIEVERS, Retrieval, SummaryCorpus, planned_choice_calls, retrieve
+from docsum.models.llm import LLM, closing_stream, track_calls
+from docsum.models.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
+from docsum.query.budget import PromptBudget
+from docsum.query.corpus import StoreCorpus
+from docsum.query.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
+from docsum.query.retrieve import RETRIEVERS, Retrieval, SummaryCorpus, planned_choice_calls, retrieve
+from docsum.query.synthesize import (
+    BaseSynthesizer,
+    ResponseMode,
+    get_response_synthesizer,
+    is_meta_answer,
+    planned_calls,
+)
 from docsum.schema import CallRecord, Node, NodeWithScore, Response, ResponseStatus, Usage
-from docsum.stores import DocumentStore, StoreLocation, display_location, open_store
-from docsum.synthesize import BaseSynthesizer, ResponseMode, get_response_synthesizer, is_meta_answer, planned_calls
+from docsum.store.base import DocumentStore, StoreLocation, display_location, open_store
 
 log = logging.getLogger("docsum")
 
@@ -356,7 +362,7 @@ def _check_call_limit(options: AskOptions, planned: dict[str, int | None], over:
 
 
 async def _with_calls(stream: AsyncIterator[str], calls: list[CallRecord]) -> AsyncIterator[str]:
-    from docsum.llm import _active_sinks
+    from docsum.models.llm import _active_sinks
 
     token = _active_sinks.set(_active_sinks.get() + (calls,))
     try:
@@ -543,7 +549,7 @@ async def _polish(llm: LLM, question: str, result: AskResult, nodes: list[NodeWi
 
 
 async def _polish_stream(stream: AsyncIterator[str], original: str) -> AsyncIterator[str]:
-    from docsum.synthesize import _guard_stream
+    from docsum.query.synthesize import _guard_stream
 
     async with closing_stream(_guard_stream(stream, original)) as guarded:
         async for piece in guarded:

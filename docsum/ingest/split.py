@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from docsum.tokens import Tokenizer
+from docsum.models.tokens import Tokenizer
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 store, summaries read only for the documents a retriever keeps.
 
 This is what keeps a question's cost flat as the store grows: one block-wise
-scan of the vectors (docsum.vectors), then a handful of rows by id. Only LLM
+scan of the vectors (docsum.store.vectors), then a handful of rows by id. Only LLM
 choice over the whole store (`--retriever llm`) reads every summary.
 """
 
@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docsum.errors import ConfigError
-from docsum.evidence import DocumentEvidence, load_evidence
-from docsum.retrieve import SummaryEntry, query_vector, score_by_embedding
-from docsum.vectors import VectorView, load_vectors
+from docsum.query.evidence import DocumentEvidence, load_evidence
+from docsum.query.retrieve import SummaryEntry, query_vector, score_by_embedding
+from docsum.store.vectors import VectorView, load_vectors
 
 if TYPE_CHECKING:
-    from docsum.stores import DocumentStore
     import numpy as np
 
-    from docsum.llm import LLM
+    from docsum.models.llm import LLM
+    from docsum.store.base import DocumentStore
 
 
 class StoreCorpus:
@@ -79,7 +79,7 @@ class StoreCorpus:
         return model if uniform else None
 
     def bm25_evidence(self) -> DocumentEvidence:
-        """BM25 over summaries and nodes, kept beside the store (docsum.evidence)."""
+        """BM25 over summaries and nodes, kept beside the store (docsum.query.evidence)."""
         if self._evidence is None:
             self._evidence = load_evidence(self.store)
         return self._evidence

@@ -22,24 +22,24 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
-from docsum.budget import PromptBudget
-from docsum.embedbatch import SummaryEmbedder
+from docsum.query.budget import PromptBudget
+from docsum.build.embedbatch import SummaryEmbedder
 from docsum.errors import ConfigError, ContextLengthError, LLMError, LoadError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
-from docsum.llm import LLM, estimated_cost, track_calls
-from docsum.discover import FoundFile, SkippedFile, discover, exclusion_spec, printable_name
-from docsum.formats import SUPPORTED_SUFFIXES
-from docsum.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Parsed, ParsePool, ParseRequest, TextCache, unexpected_reason
+from docsum.models.llm import LLM, estimated_cost, track_calls
+from docsum.ingest.discover import FoundFile, SkippedFile, discover, exclusion_spec, printable_name
+from docsum.ingest.formats import SUPPORTED_SUFFIXES
+from docsum.ingest.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Parsed, ParsePool, ParseRequest, TextCache, unexpected_reason
 from docsum.paths import cache_dir
-from docsum.prompts import DEFAULT_SUMMARY_QUERY, SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
-from docsum.retrieve import summary_index_text
+from docsum.models.prompts import DEFAULT_SUMMARY_QUERY, SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
+from docsum.query.retrieve import summary_index_text
 from docsum.schema import CallRecord, Usage
-from docsum.split import split_document
-from docsum.lock import BuildLock
-from docsum.store import CallRow, DocumentRecord, NodeRecord, Store, make_doc_id
-from docsum.stores import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
-from docsum.synthesize import TreeSummarize, planned_calls
-from docsum.vectors import refresh_vectors
+from docsum.ingest.split import split_document
+from docsum.store.lock import BuildLock
+from docsum.store.sqlite import CallRow, DocumentRecord, NodeRecord, Store, make_doc_id
+from docsum.store.base import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
+from docsum.query.synthesize import TreeSummarize, planned_calls
+from docsum.store.vectors import refresh_vectors
 
 log = logging.getLogger("docsum")
 
@@ -297,7 +297,7 @@ class Builder:
         # directly (`docsum build folder/a.txt`) must not remove its siblings.
         roots = {str(p.resolve()) for p in self.options.paths if p.is_dir()}
         # What the walk could not see is not gone: an unreadable folder, a
-        # link to a share that is not mounted (see docsum.discover).
+        # link to a share that is not mounted (see docsum.ingest.discover).
         protected = set(discovery.protected)
         to_remove = []
         if self.options.prune:

@@ -17,8 +17,9 @@ from types import TracebackType
 from typing import Any
 
 from docsum.errors import DocsumError, StoreLockedError
+
 # Shared with the store: timestamps, one-line OS error causes, private files.
-from docsum.store import _now, _os_reason, _private_umask
+from docsum.store.sqlite import _now, _os_reason, _private_umask
 
 
 class BuildLock:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from docsum.errors import ContextLengthError, LLMError
-from docsum.llm import LLM
+from docsum.models.llm import LLM
 
 # A 4xx other than these says something about the input (too long, empty,
 # refused): worth retrying each text alone so one bad summary does not cost its

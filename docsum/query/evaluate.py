@@ -16,19 +16,19 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from docsum.ask import AskOptions, ask
 from docsum.errors import ConfigError
-from docsum.extractive import judge_by_overlap
-from docsum.corpus import StoreCorpus
-from docsum.evidence import DocumentEvidence
 from docsum.lexical import LEXICAL_EMBED_MODEL
-from docsum.localembed import LOCAL_EMBED_MODEL
-from docsum.llm import LLM, track_calls
-from docsum.prompts import JUDGE_PROMPT
-from docsum.retrieve import RETRIEVERS, retrieve
+from docsum.models.extractive import judge_by_overlap
+from docsum.models.llm import LLM, track_calls
+from docsum.models.localembed import LOCAL_EMBED_MODEL
+from docsum.models.prompts import JUDGE_PROMPT
+from docsum.query.ask import AskOptions, ask
+from docsum.query.corpus import StoreCorpus
+from docsum.query.evidence import DocumentEvidence
+from docsum.query.retrieve import RETRIEVERS, retrieve
 from docsum.schema import CallRecord, Usage
-from docsum.store import DocumentRecord
-from docsum.stores import DocumentStore, StoreLocation, display_location, open_store, store_exists
+from docsum.store.base import DocumentStore, StoreLocation, display_location, open_store, store_exists
+from docsum.store.sqlite import DocumentRecord
 
 
 @dataclass

@@ -17,10 +17,10 @@ import logging
 import re
 from typing import Any, AsyncIterator, Callable, Iterator
 
-from docsum.budget import PromptBudget
 from docsum.errors import ConfigError
-from docsum.llm import LLM, closing_stream, track_calls
-from docsum.prompts import REFINE_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, structured
+from docsum.models.llm import LLM, closing_stream, track_calls
+from docsum.models.prompts import REFINE_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, structured
+from docsum.query.budget import PromptBudget
 from docsum.schema import NodeWithScore, Response, ResponseMode, ResponseStatus
 
 log = logging.getLogger("docsum")
@@ -148,7 +148,7 @@ async def _tracked(stream: AsyncIterator[str], calls: list[Any]) -> AsyncIterato
     # (each with its own copy of the context), so a variable set in one step
     # is gone in the next, and resetting a token from another step's context
     # raised ValueError. One step always runs in one context.
-    from docsum.llm import _active_sinks
+    from docsum.models.llm import _active_sinks
 
     iterator = stream.__aiter__()
     while True:

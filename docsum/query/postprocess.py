@@ -8,10 +8,10 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from docsum.budget import PromptBudget
-from docsum.llm import LLM
-from docsum.prompts import COMPRESS_PROMPT, NO_OUTPUT, RERANK_PROMPT
-from docsum.retrieve import fit_batches, format_batch, parse_choices, says_none
+from docsum.models.llm import LLM
+from docsum.models.prompts import COMPRESS_PROMPT, NO_OUTPUT, RERANK_PROMPT
+from docsum.query.budget import PromptBudget
+from docsum.query.retrieve import fit_batches, format_batch, parse_choices, says_none
 from docsum.schema import Node, NodeWithScore
 
 
