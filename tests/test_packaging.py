@@ -51,5 +51,11 @@ def test_an_install_puts_no_generic_cli_package_into_site_packages(tmp_path: Pat
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in lib.iterdir()) == ["docsum", "docsum_cli"]
     assert (lib / "docsum_cli" / "main.py").is_file()
+    # Every module of the library is installed: a sub-package missing from
+    # pyproject's explicit package list would import in a checkout and fail
+    # after `pip install .`.
+    source = sorted(str(p.relative_to(REPO)) for p in (REPO / "docsum").rglob("*.py"))
+    installed = sorted(str(p.relative_to(lib)) for p in (lib / "docsum").rglob("*.py"))
+    assert installed == source
     entry_points = (tmp_path / "docsum.egg-info" / "entry_points.txt").read_text(encoding="utf-8")
     assert "docsum = docsum_cli.main:run" in entry_points
