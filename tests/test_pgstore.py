@@ -199,6 +199,29 @@ def test_a_claim_excludes_other_builders_until_released_or_its_holder_is_gone(pg
         second.close()
 
 
+def test_a_document_commit_releases_its_claim_in_the_same_transaction(pg_url: str) -> None:
+    """A builder killed between committing a document and releasing its claim
+    left the claim row behind for good (seen as a flaky SIGKILL test): the
+    claim now goes in the document's own transaction, and so does a removal's."""
+    store = open_store(pg_url)
+    try:
+        first, second = doc("claimed.txt"), doc("removed.txt")
+        assert store.claim(first.doc_id) and store.claim(second.doc_id)
+        store.put_document(first, [])
+        assert pg_count(pg_url, "SELECT count(*) FROM claims") == 1
+        store.remove_document(second.doc_id)
+        assert pg_count(pg_url, "SELECT count(*) FROM claims") == 0
+        # A claim whose holder is gone is swept when a run finishes.
+        gone = open_store(pg_url)
+        assert gone.claim("orphan")
+        gone.close()
+        run = store.start_run("build", {})
+        wait_for(lambda: (store.finish_run(run, "ok", {}, {}), pg_count(pg_url, "SELECT count(*) FROM claims") == 0)[1],
+                 timeout=10, interval=0.1, what="the orphaned claim swept")
+    finally:
+        store.close()
+
+
 def test_an_expired_claim_of_a_stopped_builder_is_taken_over(pg_url: str, tmp_path: Path) -> None:
     """A builder whose process is frozen (SIGSTOP: its connection stays open,
     its heartbeat stops) loses its claim once the claim times out."""

@@ -407,6 +407,9 @@ class PostgresStore:
                         [node_params(n) for n in nodes],
                     )
             conn.execute("DELETE FROM failures WHERE root = %s AND path = %s", (doc.root, doc.path))
+            # The claim ends with the commit: released afterwards, a builder
+            # killed in between would leave the row behind for good.
+            conn.execute("DELETE FROM claims WHERE doc_id = %s AND owner = %s", (doc.doc_id, self.owner))
             for call in calls:
                 _insert_call(conn, call)
 
@@ -428,6 +431,7 @@ class PostgresStore:
 
     def remove_document(self, doc_id: str) -> bool:
         with self._write() as conn:
+            conn.execute("DELETE FROM claims WHERE doc_id = %s AND owner = %s", (doc_id, self.owner))
             return conn.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,)).rowcount > 0
 
     def nodes_for(self, doc_ids: list[str]) -> dict[str, list[NodeRecord]]:
@@ -608,6 +612,12 @@ class PostgresStore:
             )  # fmt: skip
             if cur.rowcount == 0:
                 raise KeyError(run_id)
+            # Claims nobody holds any more (a builder killed after recording a
+            # failure, before releasing): swept, so the table shows only live work.
+            conn.execute(
+                "DELETE FROM claims c WHERE c.expires_at < now() "
+                "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = c.backend_pid)"
+            )
 
     def runs(self, limit: int = 20) -> list[dict[str, Any]]:
         rows = self._rows(
