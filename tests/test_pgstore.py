@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fakeopenai import FakeOpenAI
+from fakeopenai import FakeOpenAI, Reply
 from helpers import (
     SAMPLE_DOCS,
     llm_args,
@@ -115,6 +115,32 @@ def test_store_from_the_environment_and_the_config_file(tmp_path: Path, pg_url: 
     assert listed.code == 0 and len(listed.json()) == pg_count(pg_url)
     shown = run_cli("config", "show", "--json").json()
     assert shown["store_backend"] == "postgresql" and "local vector file" in shown["vector_search"]
+
+
+# ---------------------------------------------------------------- text PostgreSQL refuses
+
+
+def test_nul_in_a_document_and_in_a_summary_builds_alike_on_both_backends(tmp_path: Path, pg_url: str) -> None:
+    """U+0000 from a UTF-16 file and from the server's summary: PostgreSQL's
+    text cannot hold it, SQLite's can; both builds succeed and store the same
+    text without it (test_store.py covers each store method)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "wide.txt").write_bytes("\ufeffWide title\n\nA ferry\x00 crosses the river\x00 at noon.\n".encode("utf-16-le"))
+    (docs / "plain.txt").write_text("Plain notes on orchards and their bees.\n", encoding="utf-8")
+    stored: dict[str, list[tuple[str, str, list[str]]]] = {}
+    for location in (str(tmp_path / "s.sqlite"), pg_url):
+        with FakeOpenAI(responder=lambda body: Reply(text="A sum\x00mary with a NUL.")) as fake:
+            built = run_cli("build", docs, "--store", location, "--json", *llm_args(fake))
+        assert built.code == 0 and built.json()["documents"]["added"] == 2, built
+        with open_store(location, create=False, readonly=True) as store:
+            found = store.list_documents()
+            nodes = store.nodes_for([d.doc_id for d in found])
+            stored[location] = [(d.title, d.summary, [n.text for n in nodes[d.doc_id]]) for d in found]
+    assert stored[pg_url] == stored[str(tmp_path / "s.sqlite")]
+    assert all("\x00" not in title + summary + "".join(nodes) for title, summary, nodes in stored[pg_url])
+    wide = stored[pg_url][1]
+    assert wide[1] == "A summary with a NUL." and "A ferry crosses the river at noon." in wide[2][0]
 
 
 # ---------------------------------------------------------------- the password

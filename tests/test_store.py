@@ -478,6 +478,24 @@ def test_failure_upsert_counts_attempts(store: Store) -> None:
     store.clear_failure(ROOT, "never-failed.pdf")  # no-op
 
 
+def test_nul_characters_are_dropped_alike_on_both_backends(store: Store) -> None:
+    """PostgreSQL's text cannot hold U+0000 and SQLite's can: both stores drop
+    it, so a summary or title with a NUL (a hostile server, a PDF's metadata)
+    is stored the same, and a lookup with one finds nothing instead of failing."""
+    doc = dataclasses.replace(make_doc("nul.txt"), title="Ti\x00tle", summary="sum\x00mary")
+    nodes = [dataclasses.replace(n, text="no\x00de") for n in make_nodes(doc, 1)]
+    store.put_document(doc, nodes, [(store.start_run("build", {}), "chat", "m\x00odel", 1, 1, 0.1, True)])
+    got = store.get_documents([doc.doc_id])[0]
+    assert (got.title, got.summary) == ("Title", "summary")
+    assert store.nodes_for([doc.doc_id])[doc.doc_id][0].text == "node"
+    assert store.find_documents("nul\x00.txt") == [] and store.find_documents("nul.txt") == [got]
+    store.record_failure(ROOT, "bad.pdf", "cannot read \x00 here")
+    assert store.failures()[0]["error"] == "cannot read  here"
+    store.clear_failure(ROOT, "bad.pdf")
+    assert store.failures() == []
+    assert [c["model"] for c in store.calls(store.runs()[0]["id"])] == ["model"]
+
+
 def test_runs_and_calls_without_secrets(store: Store) -> None:
     settings_in = {
         "model": "m",

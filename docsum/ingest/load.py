@@ -220,7 +220,9 @@ def _decode_text(path: Path, data: bytes) -> tuple[str, list[str]]:
 
 def _load_text(path: Path, data: bytes, kind: str) -> LoadedDocument:
     text, warnings = _decode_text(path, data)
-    text = _normalise_newlines(text)
+    # A UTF-16/32 file can decode to U+0000: dropped, as from markup, since no
+    # store can keep it (PostgreSQL's text refuses it) and it means nothing.
+    text = _normalise_newlines(text).replace("\x00", "")
     if text.startswith("\ufeff"):  # a BOM that survived (e.g. doubled)
         text = text[1:]
     if not text.strip():

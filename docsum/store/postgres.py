@@ -56,15 +56,18 @@ from docsum.store.sqlite import (
     CallRow,
     DocumentRecord,
     NodeRecord,
+    call_params,
     decode_embedding,
     document_from_row,
     document_params,
     dumps_json,
     encode_embedding,
+    failure_params,
     node_from_row,
     node_params,
     scrub_settings,
     stack_embeddings,
+    storable,
     utc_now,
 )
 from docsum.store.vectors import VectorChange, VectorChanges
@@ -355,7 +358,7 @@ class PostgresStore:
 
     def find_documents(self, ref: str) -> list[DocumentRecord]:
         ref = ref.strip()
-        if not ref:
+        if not ref or "\x00" in ref:  # nothing stored holds a NUL (PostgreSQL would refuse the query)
             return []
         rows = self._rows(f"SELECT {DOC_COLUMNS} FROM documents WHERE doc_id = %s", (ref,))
         if rows:
@@ -406,7 +409,7 @@ class PostgresStore:
                         "VALUES (%s, %s, %s, %s, %s, %s, %s)",
                         [node_params(n) for n in nodes],
                     )
-            conn.execute("DELETE FROM failures WHERE root = %s AND path = %s", (doc.root, doc.path))
+            conn.execute("DELETE FROM failures WHERE root = %s AND path = %s", (storable(doc.root), storable(doc.path)))
             # The claim ends with the commit: released afterwards, a builder
             # killed in between would leave the row behind for good.
             conn.execute("DELETE FROM claims WHERE doc_id = %s AND owner = %s", (doc.doc_id, self.owner))
@@ -548,6 +551,7 @@ class PostgresStore:
 
     def record_failure(self, root: str, path: str, error: str) -> int:
         now = utc_now()
+        root, path, error = failure_params(root, path, error)
         with self._write() as conn:
             row = conn.execute(
                 "INSERT INTO failures (root, path, error, attempts, first_seen, last_seen) VALUES (%s, %s, %s, 1, %s, %s) "
@@ -564,7 +568,7 @@ class PostgresStore:
 
     def clear_failure(self, root: str, path: str) -> None:
         with self._write() as conn:
-            conn.execute("DELETE FROM failures WHERE root = %s AND path = %s", (root, path))
+            conn.execute("DELETE FROM failures WHERE root = %s AND path = %s", (storable(root), storable(path)))
 
     # ------------------------------------------------------------------ runs and usage
 
@@ -668,11 +672,10 @@ class PostgresStore:
 
 
 def _insert_call(conn: psycopg.Connection[Any], call: CallRow) -> None:
-    run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok = call
     conn.execute(
         "INSERT INTO calls (run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok, at) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-        (run_id, kind, model, int(prompt_tokens), int(completion_tokens), float(seconds), bool(ok), utc_now()),
+        (*call_params(call), utc_now()),
     )
 
 

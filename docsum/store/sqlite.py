@@ -318,21 +318,43 @@ DOC_COLUMNS = (
 DOC_COLUMNS_NO_EMBEDDING = DOC_COLUMNS.replace("embedding, embedding_model", "NULL, embedding_model")
 
 
+def storable(text: str) -> str:
+    """`text` as both stores hold it: without NUL characters. PostgreSQL's text
+    type cannot hold U+0000 (SQLite's can), and a document must be stored the
+    same on either; a NUL carries nothing a reader or an LLM could use. The
+    loaders already drop it from document text (so node offsets stay true);
+    this catches what comes from elsewhere (an LLM server's summary, a PDF's
+    title, an error message quoting either)."""
+    return text.replace("\x00", "") if "\x00" in text else text
+
+
 def document_params(doc: DocumentRecord, added_at: str, updated_at: str) -> tuple[Any, ...]:
     """The values of DOC_COLUMNS for `doc`, in order (both stores bind these)."""
     embedding = None if doc.embedding is None else encode_embedding(doc.embedding)
+    model = doc.embedding_model if embedding is not None and doc.embedding_model is not None else None
     return (
-        doc.doc_id, doc.path, doc.root, doc.size, doc.mtime_ns, doc.sha256, doc.title,
-        doc.kind, doc.token_count, doc.page_count, doc.split_fingerprint,
-        doc.summary_fingerprint, doc.summary, doc.summary_model, embedding,
-        doc.embedding_model if embedding is not None else None, added_at, updated_at,
+        doc.doc_id, storable(doc.path), storable(doc.root), doc.size, doc.mtime_ns, doc.sha256, storable(doc.title),
+        storable(doc.kind), doc.token_count, doc.page_count, doc.split_fingerprint,
+        doc.summary_fingerprint, storable(doc.summary), storable(doc.summary_model), embedding,
+        None if model is None else storable(model), added_at, updated_at,
     )  # fmt: skip
 
 
 def node_params(node: NodeRecord) -> tuple[Any, ...]:
     """The values of a nodes row for `node`, in column order."""
     pages = json.dumps([int(p) for p in node.pages])
-    return (node.doc_id, node.seq, node.text, node.start_char, node.end_char, pages, node.token_count)
+    return (node.doc_id, node.seq, storable(node.text), node.start_char, node.end_char, pages, node.token_count)
+
+
+def failure_params(root: str, path: str, error: str) -> tuple[str, str, str]:
+    """A failures row's key and message as both stores hold them (see storable)."""
+    return storable(root), storable(path), storable(error)
+
+
+def call_params(call: CallRow) -> tuple[Any, ...]:
+    """A calls row's values, without the time (each store stamps it)."""
+    run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok = call
+    return (run_id, storable(kind), storable(model), int(prompt_tokens), int(completion_tokens), float(seconds), bool(ok))
 
 
 def stack_embeddings(rows: Sequence[Sequence[Any]]) -> tuple[list[str], np.ndarray | None, str | None]:
@@ -770,7 +792,7 @@ class Store:
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     node_params(node),
                 )
-            conn.execute("DELETE FROM failures WHERE root = ? AND path = ?", (doc.root, doc.path))
+            conn.execute("DELETE FROM failures WHERE root = ? AND path = ?", (storable(doc.root), storable(doc.path)))
             for call in calls:
                 self._insert_call(conn, call)
 
@@ -891,6 +913,7 @@ class Store:
         """Remember that (root, path) failed; attempts counts consecutive runs.
         Returns the attempts so far (1 the first time)."""
         now = utc_now()
+        root, path, error = failure_params(root, path, error)
         with self._write() as conn:
             conn.execute(
                 """
@@ -913,7 +936,7 @@ class Store:
 
     def clear_failure(self, root: str, path: str) -> None:
         with self._write() as conn:
-            conn.execute("DELETE FROM failures WHERE root = ? AND path = ?", (root, path))
+            conn.execute("DELETE FROM failures WHERE root = ? AND path = ?", (storable(root), storable(path)))
 
     # ------------------------------------------------------------------ runs and usage
 
@@ -955,11 +978,11 @@ class Store:
 
     @staticmethod
     def _insert_call(conn: sqlite3.Connection, call: CallRow) -> None:
-        run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok = call
+        run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok = call_params(call)
         conn.execute(
             "INSERT INTO calls (run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok, at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (run_id, kind, model, int(prompt_tokens), int(completion_tokens), float(seconds), int(ok), utc_now()),
+            (run_id, kind, model, prompt_tokens, completion_tokens, seconds, int(ok), utc_now()),
         )
 
     def finish_run(self, run_id: int, status: str, usage: dict[str, Any], documents: dict[str, Any]) -> None:
