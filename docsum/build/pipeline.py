@@ -910,6 +910,9 @@ async def _run_and_refresh(builder: Builder) -> BuildReport:
     report = await builder.run()
     # Questions read vectors from this file; bring it up to date now rather
     # than on the first question (an interrupted build leaves it behind, and
-    # the next question or build catches up).
-    refresh_vectors(builder.store, builder.store.vectors_file)
+    # the next question or build catches up). A store that searches its own
+    # vectors (pgvector) needs no file; asking it also adds rows that
+    # builders which started before its vector table existed left out.
+    if builder.store.server_search() is None:
+        refresh_vectors(builder.store, builder.store.vectors_file)
     return report

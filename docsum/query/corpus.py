@@ -1,5 +1,6 @@
 """The store as the retrievers see it: vectors from the vector file beside the
-store, summaries read only for the documents a retriever keeps.
+store (or searched by the store itself, pgvector), summaries read only for
+the documents a retriever keeps.
 
 This is what keeps a question's cost flat as the store grows: one block-wise
 scan of the vectors (docsum.store.vectors), then a handful of rows by id. Only LLM
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
     from docsum.models.llm import LLM
     from docsum.store.base import DocumentStore
+    from docsum.store.pgvector import ServerSearch
 
 
 class StoreCorpus:
@@ -33,6 +35,7 @@ class StoreCorpus:
         self._view: VectorView | None = None
         self._size: int | None = None
         self._evidence: DocumentEvidence | None = None
+        self._server: ServerSearch | None | bool = False  # False: not asked yet
 
     @classmethod
     def beside(cls, store: DocumentStore) -> StoreCorpus:
@@ -50,7 +53,22 @@ class StoreCorpus:
             self._view = load_vectors(self.store, self.vectors_path)
         return self._view
 
-    async def embedding_scores(self, llm: LLM, query: str) -> tuple[list[str], np.ndarray, list[str]]:
+    def server_search(self) -> ServerSearch | None:
+        """What the store searches itself (asked once per corpus), else None."""
+        if self._server is False:
+            self._server = self.store.server_search()
+        return self._server  # type: ignore[return-value]
+
+    async def embedding_scores(
+        self, llm: LLM, query: str, limit: int | None = None
+    ) -> tuple[list[str], np.ndarray, list[str]]:
+        server = self.server_search()
+        if server is not None:
+            # The store finds the `limit` nearest itself: no vector leaves it.
+            q = await query_vector(llm, query, server.model)
+            _check_dim(q.shape[-1], server.dim)
+            ids, scores = self.store.nearest_summaries(q, limit)
+            return ids, scores, []
         view = self.vectors()
         model, dim, uniform = view.shape()
         if not uniform:
@@ -64,10 +82,7 @@ class StoreCorpus:
 
             return [], np.zeros(0, dtype=np.float32), []
         q = await query_vector(llm, query, model)
-        if q.shape[-1] != dim:
-            raise ConfigError(
-                f"the embedding model returned {q.shape[-1]} dimensions but the store holds {dim}; rebuild the store"
-            )
+        _check_dim(q.shape[-1], dim)
         ids, scores = view.scores(q)
         return ids, scores, []
 
@@ -75,6 +90,9 @@ class StoreCorpus:
         return [SummaryEntry.from_record(d) for d in self.store.get_documents(doc_ids)]
 
     def embedding_model(self) -> str | None:
+        server = self.server_search()
+        if server is not None:
+            return server.model
         model, _, uniform = self.vectors().shape()
         return model if uniform else None
 
@@ -86,3 +104,8 @@ class StoreCorpus:
 
     def all_entries(self) -> list[SummaryEntry]:
         return [SummaryEntry.from_record(d) for d in self.store.list_documents()]
+
+
+def _check_dim(got: int, stored: int | None) -> None:
+    if got != stored:
+        raise ConfigError(f"the embedding model returned {got} dimensions but the store holds {stored}; rebuild the store")

@@ -379,8 +379,12 @@ class SummaryCorpus(Protocol):
 
     def size(self) -> int: ...
 
-    async def embedding_scores(self, llm: LLM, query: str) -> tuple[list[str], np.ndarray, list[str]]:
-        """(doc_ids, cosine scores, notes) for every document."""
+    async def embedding_scores(
+        self, llm: LLM, query: str, limit: int | None = None
+    ) -> tuple[list[str], np.ndarray, list[str]]:
+        """(doc_ids, cosine scores, notes) for every document, or at least
+        for the `limit` best (a store that searches its own vectors returns
+        only those)."""
         ...
 
     def entries(self, doc_ids: list[str]) -> list[SummaryEntry]:
@@ -409,7 +413,9 @@ class EntryCorpus:
     def size(self) -> int:
         return len(self._entries)
 
-    async def embedding_scores(self, llm: LLM, query: str) -> tuple[list[str], np.ndarray, list[str]]:
+    async def embedding_scores(
+        self, llm: LLM, query: str, limit: int | None = None
+    ) -> tuple[list[str], np.ndarray, list[str]]:
         scores, notes = await score_by_embedding(llm, query, self._entries)
         return [e.doc_id for e in self._entries], scores, notes
 
@@ -488,7 +494,8 @@ async def retrieve_by_embedding(
     """The `top_k` best-scored documents. Summaries are read for the `keep`
     best only (None: all), which are the candidates reported."""
     corpus = as_corpus(entries)
-    ids, scores, notes = await corpus.embedding_scores(llm, query)
+    limit = None if keep is None else max(keep, top_k)
+    ids, scores, notes = await corpus.embedding_scores(llm, query, limit)
     order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
     if keep is not None:
         order = order[: max(keep, top_k)]

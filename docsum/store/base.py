@@ -22,6 +22,8 @@ from docsum.store.vectors import VectorChanges
 if TYPE_CHECKING:  # annotations only: the CLI imports this module for every command
     import numpy as np
 
+    from docsum.store.pgvector import ServerSearch
+
 StoreLocation = Path | str
 
 _PG_SCHEMES = ("postgresql://", "postgres://")
@@ -98,6 +100,10 @@ class DocumentStore(Protocol):
     @property
     def vectors_file(self) -> Path: ...
     def search_description(self) -> str: ...
+    # Search in the store itself (pgvector): what it serves, None when
+    # questions score the vector file instead; then the nearest documents.
+    def server_search(self) -> ServerSearch | None: ...
+    def nearest_summaries(self, query: np.ndarray, limit: int | None) -> tuple[list[str], np.ndarray]: ...
 
     # claims: who summarizes a document when several builders share the store
     def claim(self, doc_id: str) -> bool: ...

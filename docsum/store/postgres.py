@@ -49,6 +49,7 @@ import numpy as np
 
 from docsum.errors import ConfigError, DocsumError, StoreVersionError
 from docsum.paths import data_dir
+from docsum.store import pgvector
 from docsum.store.base import display_location, location_secrets
 from docsum.store.sqlite import (
     DOC_COLUMNS,
@@ -195,6 +196,13 @@ PG_MIGRATIONS: list[str] = [
         expires_at  TIMESTAMPTZ NOT NULL
     );
     """,
+    # v2: writers keep docsum.summary_vectors (pgvector, made when the
+    # extension is there: docsum.store.pgvector) in step with each document's
+    # embedding. A docsum that knows only v1 would leave it stale, so it must
+    # refuse this store; the table itself is made on demand, not here.
+    """
+    INSERT INTO meta (key, value) VALUES ('vector_table', '"summary_vectors"') ON CONFLICT (key) DO NOTHING;
+    """,
 ]
 
 
@@ -229,6 +237,11 @@ class PostgresStore:
         self.claim_seconds = claim_seconds
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._heartbeat: _Heartbeat | None = None
+        # pgvector (docsum.store.pgvector): whether this connection may keep
+        # the vector table, its dimension once there is one, and why not.
+        self._pgvector = False
+        self._vector_dim: int | None = None
+        self._pgvector_note = ""
 
     # ------------------------------------------------------------------ opening
 
@@ -252,10 +265,13 @@ class PostgresStore:
                     _migrate(conn, url)
                 if readonly:
                     conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            store = cls(url, conn, readonly, claim_seconds)
+            if not readonly:
+                store._prepare_vectors()
         except BaseException:
             conn.close()
             raise
-        return cls(url, conn, readonly, claim_seconds)
+        return store
 
     @classmethod
     def exists(cls, url: str) -> bool:
@@ -271,7 +287,7 @@ class PostgresStore:
         psycopg = _psycopg()
         with _errors(url, "cannot connect"):
             conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
-            conn.execute(f"SET search_path TO {SCHEMA}")
+            conn.execute(pgvector.SEARCH_PATH_SQL)  # docsum's schema, then pgvector's
         return conn
 
     # ------------------------------------------------------------------ lifetime
@@ -387,6 +403,7 @@ class PostgresStore:
                 raise ValueError(f"node {node.seq} belongs to {node.doc_id}, not {doc.doc_id}")
         now = utc_now()
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in DOC_COLUMNS.replace(" ", "").split(",")[1:])
+        self._ensure_vector_table(doc.embedding, doc.embedding_model)
         with self._write() as conn:
             existing = conn.execute(
                 "SELECT root, path, added_at FROM documents WHERE doc_id = %s FOR UPDATE", (doc.doc_id,)
@@ -415,6 +432,7 @@ class PostgresStore:
             conn.execute("DELETE FROM claims WHERE doc_id = %s AND owner = %s", (doc.doc_id, self.owner))
             for call in calls:
                 _insert_call(conn, call)
+            self._write_vector_row(conn, doc.doc_id, doc.embedding, doc.embedding_model)
 
     def touch_document(self, doc_id: str, size: int, mtime_ns: int) -> bool:
         with self._write() as conn:
@@ -425,12 +443,14 @@ class PostgresStore:
 
     def update_embedding(self, doc_id: str, embedding: np.ndarray, model: str) -> None:
         blob = encode_embedding(embedding)
+        self._ensure_vector_table(embedding, model)
         with self._write() as conn:
             cur = conn.execute(
                 "UPDATE documents SET embedding = %s, embedding_model = %s WHERE doc_id = %s", (blob, model, doc_id)
             )
             if cur.rowcount == 0:
                 raise KeyError(doc_id)
+            self._write_vector_row(conn, doc_id, embedding, model)
 
     def remove_document(self, doc_id: str) -> bool:
         with self._write() as conn:
@@ -498,16 +518,65 @@ class PostgresStore:
         key = hashlib.sha256(self.label.encode("utf-8")).hexdigest()[:16]
         return data_dir() / "cache" / f"pg-{key}.vectors"
 
+    # ------------------------------------------------------------------ pgvector
+
+    def _prepare_vectors(self) -> None:
+        """A writer: create pgvector if the server offers it and this user may,
+        make the vector table if stored vectors can fill it, and add the rows
+        missing from it (see docsum.store.pgvector)."""
+        with _errors(self._url):
+            conn = self.conn
+            self._pgvector_note = pgvector.try_create_extension(conn)
+            self._pgvector = not self._pgvector_note
+            if not self._pgvector:
+                return
+            self._vector_dim = pgvector.table_dim(conn)
+            if self._vector_dim is None:
+                shape = pgvector.common_shape(conn)
+                if shape is not None:
+                    self._vector_dim = pgvector.create_table(conn, shape[1])
+            if self._vector_dim is not None:
+                pgvector.add_missing_rows(conn, self._vector_dim)
+
+    def _ensure_vector_table(self, vector: np.ndarray | None, model: str | None) -> None:
+        """Before the first searchable vector is written: the table, sized by it."""
+        if self._pgvector and self._vector_dim is None and vector is not None and pgvector.searchable(model):
+            with _errors(self._url):
+                self._vector_dim = pgvector.create_table(self.conn, int(vector.shape[-1]))
+
+    def _write_vector_row(self, conn: psycopg.Connection[Any], doc_id: str, vector: np.ndarray | None, model: str | None) -> None:
+        if self._pgvector and self._vector_dim is not None:
+            pgvector.write_row(conn, self._vector_dim, doc_id, vector, model)
+
+    def server_search(self) -> pgvector.ServerSearch | None:
+        """Whether questions find nearest summaries in SQL now (None: the
+        local vector file). A writer first adds rows other builders left
+        out (they started before the table existed)."""
+        with _errors(self._url):
+            if not self.readonly and self._pgvector:
+                self._vector_dim = self._vector_dim or pgvector.table_dim(self.conn)
+                if self._vector_dim is not None:
+                    pgvector.add_missing_rows(self.conn, self._vector_dim)
+            found, self._pgvector_note = pgvector.server_search(self.conn)
+        return found
+
+    def nearest_summaries(self, query: np.ndarray, limit: int | None) -> tuple[list[str], np.ndarray]:
+        """The `limit` documents whose summary vectors are nearest `query`, found
+        by the server (every document when None); see pgvector.nearest."""
+        with _errors(self._url):
+            return pgvector.nearest(self.conn, query, limit)
+
     def search_description(self) -> str:
-        rows = self._rows("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
-        pgvector = (
-            "pgvector is installed on the server, but this docsum does not use it yet"
-            if rows
-            else "pgvector is not available on the server"
-        )
+        found = self.server_search()
+        if found is not None:
+            how = "an HNSW index" if found.indexed else f"an exact scan (pgvector indexes at most {pgvector.HNSW_MAX_DIM} dimensions)"
+            return (
+                f"PostgreSQL store {self.label}: pgvector; the nearest summaries are found in SQL by {how} "
+                f"over {found.dim}-dimension vectors of {found.model} (inner product)"
+            )
         return (
-            f"PostgreSQL store {self.label}: {pgvector}; summary vectors are scored in this process from a local "
-            f"vector file ({self.vectors_file}) that fetches only what changed since it was last brought up to date"
+            f"PostgreSQL store {self.label}: {self._pgvector_note}; summary vectors are scored in this process from "
+            f"a local vector file ({self.vectors_file}) that fetches only what changed since it was last brought up to date"
         )
 
     # ------------------------------------------------------------------ claims

@@ -899,6 +899,13 @@ class Store:
     def search_description(self) -> str:
         return f"SQLite store {self.path}: summary vectors scored in this process"
 
+    def server_search(self) -> None:
+        """SQLite searches nothing itself: questions score the vector file."""
+        return None
+
+    def nearest_summaries(self, query: np.ndarray, limit: int | None) -> tuple[list[str], np.ndarray]:
+        raise DocsumError(f"{self.path}: a SQLite store does not search vectors itself; use the vector file")
+
     def claim(self, doc_id: str) -> bool:
         """Always granted: the build lock already makes this builder the only one."""
         return True
