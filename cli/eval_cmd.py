@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from docsum.errors import ConfigError, ExitCode
+from docsum.errors import ExitCode
+from docsum.settings import EVAL
 
 from .common import Common, run_async, with_common
 
@@ -16,16 +17,9 @@ if TYPE_CHECKING:
     from docsum.query.evaluate import EvalReport
 
 
-@with_common
+@with_common(EVAL)
 def eval_command(
-    questions: Annotated[Path, typer.Argument(help="JSON lines: id, question, answer, gold_docs, kind.", show_default=False)],
-    retrievers: Annotated[Optional[str], typer.Option("--retriever", help="A retriever, several separated by commas (the first is reported as 'summary'), or 'all' [default: fused offline, embedding with a server's embeddings].")] = None,
-    top_k: Annotated[Optional[int], typer.Option("--top-k", min=1, help="Documents retrieved per question [default: 3].")] = None,
-    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Also evaluate a plain chunk retriever: 'chunks'.")] = None,
-    answers: Annotated[bool, typer.Option("--answers", help="Also answer every question and grade the answers.")] = False,
-    mode: Annotated[str, typer.Option("--mode", help="Response mode for --answers.")] = "compact",
-    details: Annotated[bool, typer.Option("--details", help="Per-question rows.")] = False,
-    max_questions: Annotated[Optional[int], typer.Option("--max-questions", min=1, help="Only the first N questions.")] = None,
+    questions: Annotated[Path, typer.Argument(metavar="QUESTIONS", help="JSON lines: id, question, answer, gold_docs, kind.", show_default=False)],
     *,
     common: Common,
 ) -> int:
@@ -36,15 +30,15 @@ def eval_command(
     from docsum.query.evaluate import evaluate, load_questions
     from docsum.query.retrieve import default_retriever
 
-    llm = common.llm()  # first: its notice comes before any error, whatever the error
-    names = _retriever_names(retrievers)
-    items = load_questions(questions)
-    if max_questions:
-        items = items[:max_questions]
+    llm = common.llm()
     settings = common.settings
-    names = names or [settings.retriever or default_retriever(llm)]
+    items = load_questions(questions)
+    if settings.max_questions:
+        items = items[: settings.max_questions]
+    names = settings.eval_retrievers or [settings.retriever or default_retriever(llm)]
     store_path = common.store_path()
     env = common.env
+    common.start()
 
     def progress(done: int, total: int) -> None:
         if env.verbose:
@@ -53,11 +47,12 @@ def eval_command(
     report = run_async(
         lambda: evaluate(
             store_path, llm, items,
-            retriever=names[0], also=names[1:], top_k=settings.top_k, baseline=baseline,
-            answers=answers, mode=mode, batch_size=settings.choice_batch_size, candidates=settings.candidates,
-            progress=progress,
+            retriever=names[0], also=names[1:], top_k=settings.top_k, baseline=settings.baseline,
+            answers=settings.answers, mode=settings.mode, batch_size=settings.choice_batch_size,
+            candidates=settings.candidates, limits=settings.limits, progress=progress,
         )
     )
+    details = settings.details
     if report.unresolved:
         env.error(f"docsum: warning: {len(set(report.unresolved))} gold document(s) are not in the store, e.g. {report.unresolved[0]}")
     if common.json:
@@ -65,20 +60,6 @@ def eval_command(
         return ExitCode.OK
     _print_table(common, report, details, llm.metadata.price_key)
     return ExitCode.OK
-
-
-def _retriever_names(option: str | None) -> list[str]:
-    from docsum.query.retrieve import RETRIEVERS
-
-    if option is None:
-        return []
-    if option.strip() == "all":
-        return list(RETRIEVERS)
-    names = [n.strip() for n in option.split(",") if n.strip()]
-    unknown = [n for n in names if n not in RETRIEVERS]
-    if unknown or not names:
-        raise ConfigError(f"--retriever: unknown retriever {unknown[0] if unknown else option!r}; choose from {', '.join(RETRIEVERS)} or 'all'")
-    return names
 
 
 def _print_table(common: Common, report: EvalReport, details: bool, model: str | None) -> None:

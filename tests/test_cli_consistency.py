@@ -77,23 +77,43 @@ def test_the_offline_engine_says_what_it_ignores(store: Path, tmp_path: Path) ->
     assert unused.code == 0 and "--var tone: no --template or --refine-template uses it" in unused.stderr
 
 
-@pytest.mark.parametrize("args", [["--mode", "foo"], ["--cutoff", "2"], ["--var", "novalue"], ["--emotion", "EP99"]])
-def test_the_engine_notice_comes_before_every_kind_of_error(store: Path, args: list[str]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [["--mode", "foo"], ["--cutoff", "2"], ["--var", "novalue"], ["--emotion", "EP99"], ["--top-k", "0"],
+     ["--llm", "gpt"], ["--template", "missing.txt"], ["--questions", "q.txt"]],
+)
+def test_a_usage_error_comes_alone_before_any_engine_notice(store: Path, args: list[str]) -> None:
+    """Everything the command was given is checked before the engine says
+    anything: whatever the kind of usage error, stderr is that one line."""
     result = run_cli("ask", "bees?", "--store", store, *args)
     assert result.code == 2, result
+    assert result.stderr.splitlines() == [result.stderr.strip()] and result.stderr.startswith("docsum: error:"), result.stderr
+
+
+@pytest.mark.parametrize("command", [["ask", "bees?"], ["build", "."], ["eval", "questions.jsonl"]])
+def test_an_error_during_the_run_follows_the_engine_notice(tmp_path: Path, command: list[str]) -> None:
+    """Once the command goes on to work, the notice comes first, then the error."""
+    not_a_store = tmp_path / "README.md"
+    not_a_store.write_text("# notes\n", encoding="utf-8")
+    (tmp_path / "questions.jsonl").write_text('{"question": "q", "gold_docs": ["a"]}\n', encoding="utf-8")
+    result = run_cli(*[str(tmp_path / a) if a in (".", "questions.jsonl") else a for a in command], "--store", not_a_store)
+    assert result.code == 1, result
     lines = result.stderr.splitlines()
     assert lines[0].startswith(OFFLINE_NOTICE) and lines[-1].startswith("docsum: error:"), lines
 
 
 def test_a_usage_error_from_the_option_parser_is_a_json_document_too(tmp_path: Path) -> None:
-    """`docsum ask q --top-k 0 --json` as a real process: the parser's own
-    error on stderr, exit 2, and the error document on stdout."""
-    result = run_cli_subprocess("ask", "q", "--top-k", "0", "--json", "--store", tmp_path / "s.sqlite")
+    """`docsum ask q --top-kk 3 --json` as a real process: the parser's own
+    error on stderr, exit 2, and the error document on stdout; a value out of
+    range is the same document from the settings check."""
+    result = run_cli_subprocess("ask", "q", "--top-kk", "3", "--json", "--store", tmp_path / "s.sqlite")
     assert result.code == 2, result
-    assert "--top-k" in result.stderr
+    assert "--top-kk" in result.stderr
     error = result.json()["error"]
-    assert error["exit_code"] == 2 and error["type"] == "UsageError" and "--top-k" in error["message"]
-    plain = run_cli_subprocess("ask", "q", "--top-k", "0", "--store", tmp_path / "s.sqlite")
+    assert error["exit_code"] == 2 and error["type"] == "UsageError" and "--top-kk" in error["message"]
+    plain = run_cli_subprocess("ask", "q", "--top-kk", "3", "--store", tmp_path / "s.sqlite")
     assert plain.code == 2 and plain.stdout == ""
+    ranged = run_cli_subprocess("ask", "q", "--top-k", "0", "--json", "--store", tmp_path / "s.sqlite")
+    assert "--top-k: bad value for top_k" in _error_document(ranged, 2, "ConfigError")
     version = run_cli_subprocess("--version")
     assert version.code == 0 and version.stdout.startswith("docsum ")

@@ -26,6 +26,7 @@ from docsum.models.prompts import (
     PromptTemplate,
     structured,
 )
+from docsum.settings import Limits
 
 BEES = (
     "The apiary keeps twelve hives on the hill. Bees make honey from nectar in late summer. "
@@ -65,9 +66,9 @@ def test_deterministic_across_instances_and_without_network(no_network: None) ->
 
 
 def test_metadata_and_repr() -> None:
-    llm = ExtractiveLLM(context_window=1000, num_output=50, concurrency=3)
+    llm = ExtractiveLLM(context_window=1000, num_output=50, limits=Limits.of(3))
     assert llm.metadata.extractive and llm.metadata.model == EXTRACTIVE_MODEL
-    assert (llm.metadata.context_window, llm.metadata.num_output, llm.concurrency) == (1000, 50, 3)
+    assert (llm.metadata.context_window, llm.metadata.num_output, llm.limits.requests) == (1000, 50, 3)
     assert repr(llm) == "ExtractiveLLM()"
 
 

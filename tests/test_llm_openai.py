@@ -26,6 +26,7 @@ from docsum.models.llm import (
 )
 from docsum.models.prompts import TEXT_QA_PROMPT, PromptTemplate
 from docsum.schema import Usage
+from docsum.settings import Limits
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 FAST_RETRY = {"retry-after-ms": "1"}  # the client honours this; "Retry-After: 0" would mean its 0.5 s backoff
@@ -295,7 +296,7 @@ def test_unrelated_400_in_json_mode_surfaces_and_keeps_json_mode(fake_llm: FakeO
 
 def test_concurrency_bound_holds(fake_llm: FakeOpenAI) -> None:
     fake_llm.responder = lambda body: Reply(delay=0.15)
-    llm = make_llm(fake_llm, concurrency=2)
+    llm = make_llm(fake_llm, limits=Limits.of(2))
 
     async def run() -> list[str]:
         return await asyncio.gather(*(llm.apredict(TEXT_QA_PROMPT, context_str=f"c{i}", query_str="q") for i in range(6)))
@@ -308,7 +309,7 @@ def test_concurrency_bound_holds(fake_llm: FakeOpenAI) -> None:
 
 def test_concurrency_bound_holds_for_streams_too(fake_llm: FakeOpenAI) -> None:
     fake_llm.responder = lambda body: Reply(delay=0.1)
-    llm = make_llm(fake_llm, concurrency=2)
+    llm = make_llm(fake_llm, limits=Limits.of(2))
 
     async def run() -> list[list[str]]:
         return await asyncio.gather(*(_collect(llm, context_str=f"c{i}", query_str="q") for i in range(5)))

@@ -29,11 +29,12 @@ from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.models.llm import LLM, estimated_cost, track_calls
 from docsum.ingest.discover import FoundFile, SkippedFile, discover, exclusion_spec, printable_name
 from docsum.ingest.formats import SUPPORTED_SUFFIXES
-from docsum.ingest.parsing import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, Parsed, ParsePool, ParseRequest, TextCache, unexpected_reason
+from docsum.ingest.parsing import Parsed, ParsePool, ParseRequest, TextCache, unexpected_reason
 from docsum.paths import cache_dir
 from docsum.models.prompts import DEFAULT_SUMMARY_QUERY, SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
 from docsum.query.retrieve import summary_index_text
 from docsum.schema import CallRecord, Usage
+from docsum.settings import DEFAULT_LIMITS, Limits, default
 from docsum.ingest.split import split_document
 from docsum.store.lock import BuildLock
 from docsum.store.sqlite import CallRow, DocumentRecord, NodeRecord, Store, make_doc_id
@@ -58,18 +59,19 @@ class BuildOptions:
     summary_query: str = DEFAULT_SUMMARY_QUERY
     summary_template: PromptTemplate | None = None
     summary_language: str | None = None
-    chunk_size: int = 1024
-    chunk_overlap: int = 200
+    chunk_size: int = default("chunk_size")
+    chunk_overlap: int = default("chunk_overlap")
     follow_symlinks: bool = False
     # Gitignore-style patterns (relative to each root) of files not to read.
     exclude: list[str] = field(default_factory=list)
     # Remove the documents of a folder that is now empty (see reconcile).
     prune_empty: bool = False
     jobs: int | None = None  # worker processes reading files (None: one per core)
-    parse_timeout_s: float = DEFAULT_TIMEOUT_S  # per file
-    parse_memory_mb: int = DEFAULT_MEMORY_MB  # per worker process
+    parse_timeout_s: float = default("parse_timeout")  # per file
+    parse_memory_mb: int = default("parse_memory")  # per worker process
     cache_dir: Path | None = None  # extracted-text cache (None: the default under the docsum cache dir)
     use_cache: bool = True
+    limits: Limits = DEFAULT_LIMITS  # documents in flight, embedding batch size
 
 
 @dataclass
@@ -425,8 +427,9 @@ class Builder:
                             self.store.clear_failure(failure["root"], failure["path"])
                 # Bound documents in memory at once; requests in flight are bounded
                 # separately (and process-wide) by the LLM's own limit.
-                gate = asyncio.Semaphore(max(2, self.llm.concurrency * 2))
-                embedder = self._embedder = SummaryEmbedder(self.llm, capacity=max(16, self.llm.concurrency * 2))
+                limits = self.options.limits
+                gate = asyncio.Semaphore(limits.documents)
+                embedder = self._embedder = SummaryEmbedder(self.llm, capacity=limits.embed_batch)
                 breaker = _Breaker()
 
                 deferred: list[_Work] = []

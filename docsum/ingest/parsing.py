@@ -36,14 +36,13 @@ from docsum.ingest.formats import kind_for
 from docsum.ingest.load import READERS, LoadedDocument, load_content, read_once
 from docsum.ingest.split import Chunk, split_document
 from docsum.models.tokens import Tokenizer, get_encoding
+from docsum.settings import default
 
-DEFAULT_TIMEOUT_S = 300.0
 # The extracted-text cache is trimmed to this size (least recently used first)
 # after each build.
 CACHE_MAX_BYTES = 512 << 20
 # Plain-text files up to this size are read in the build's own process (see ParsePool.parse).
 IN_PROCESS_MAX_BYTES = 1 << 20
-DEFAULT_MEMORY_MB = 3072
 # Bump when extraction changes what text a file yields: older cache entries
 # are then ignored (and age out).
 EXTRACTION_VERSION = "1"
@@ -237,7 +236,7 @@ class _Worker:
 class ParsePool:
     """Up to ``jobs`` files parsed at once, each in a worker process."""
 
-    def __init__(self, jobs: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = DEFAULT_MEMORY_MB) -> None:
+    def __init__(self, jobs: int | None = None, timeout_s: float = default("parse_timeout"), memory_mb: int = default("parse_memory")) -> None:
         self.jobs = max(1, jobs or default_jobs())
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from docsum.models.tokens import Tokenizer
+from docsum.settings import default
 
 
 @dataclass(frozen=True)
@@ -450,8 +451,8 @@ def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str
 def split_document(
     text: str,
     tokenizer: Tokenizer,
-    chunk_size: int = 1024,
-    chunk_overlap: int = 200,
+    chunk_size: int = default("chunk_size"),
+    chunk_overlap: int = default("chunk_overlap"),
     page_starts: list[int] | None = None,
 ) -> list[Chunk]:
     """Split ``text`` into overlapping chunks of at most ``chunk_size`` tokens.

@@ -33,6 +33,7 @@ from docsum.models.prompts import (
 )
 from docsum.models.tokens import tokenizer_for_model
 from docsum.schema import CallRecord
+from docsum.settings import DEFAULT_LIMITS, Limits
 
 EXTRACTIVE_MODEL = "docsum-extractive"
 _DOC_BLOCK = re.compile(r"^Document (\d+):\s*$", re.MULTILINE)
@@ -44,7 +45,7 @@ class ExtractiveLLM(LLM):
     version = "8"
 
     def __init__(
-        self, context_window: int | None = None, num_output: int | None = None, concurrency: int = 8,
+        self, context_window: int | None = None, num_output: int | None = None, limits: Limits = DEFAULT_LIMITS,
         embed_model: str = LEXICAL_EMBED_MODEL,
     ) -> None:
         metadata = LLMMetadata(
@@ -55,7 +56,7 @@ class ExtractiveLLM(LLM):
             engine="extractive",
             embed_model=embed_model,  # lexical vectors, or the local embedder
         )
-        super().__init__(metadata, concurrency)
+        super().__init__(metadata, limits)
 
     def __repr__(self) -> str:
         return "ExtractiveLLM()"

@@ -32,14 +32,12 @@ from docsum.models.prompts import PromptTemplate
 from docsum.models.tokens import Tokenizer, tokenizer_for_model
 from docsum.sanitize import Redactor, credential_secrets, url_credentials, url_without_credentials
 from docsum.schema import CallRecord
+from docsum.settings import DEFAULT_LIMITS, Limits, default
 
 log = logging.getLogger("docsum")
 
 DEFAULT_CONTEXT_WINDOW = 3900  # the reference system's default when a model is unknown
 DEFAULT_NUM_OUTPUT = 256
-DEFAULT_CONCURRENCY = 8
-DEFAULT_TIMEOUT_S = 120.0
-DEFAULT_MAX_RETRIES = 4
 
 # Context windows of models people commonly point docsum at. Prefix match, longest first.
 KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
@@ -144,9 +142,9 @@ class LLM(abc.ABC):
 
     metadata: LLMMetadata
 
-    def __init__(self, metadata: LLMMetadata, concurrency: int = DEFAULT_CONCURRENCY) -> None:
+    def __init__(self, metadata: LLMMetadata, limits: Limits = DEFAULT_LIMITS) -> None:
         self.metadata = metadata
-        self.concurrency = max(1, concurrency)
+        self.limits = limits  # `requests` bounds requests in flight; the HTTP pool is sized from it
         self.calls: list[CallRecord] = []
         # One limit per event loop: a semaphore cannot be shared across loops, and
         # the sync wrappers run short-lived loops of their own.
@@ -165,7 +163,7 @@ class LLM(abc.ABC):
         loop = asyncio.get_running_loop()
         sem = self._limiters.get(loop)
         if sem is None:
-            sem = self._limiters[loop] = asyncio.Semaphore(self.concurrency)
+            sem = self._limiters[loop] = asyncio.Semaphore(self.limits.requests)
         return sem
 
     def count_messages(self, messages: list[dict[str, str]]) -> int:
@@ -235,9 +233,9 @@ class OpenAILLM(LLM):
         embed_model: str = "text-embedding-3-small",
         context_window: int | None = None,
         num_output: int | None = None,
-        concurrency: int = DEFAULT_CONCURRENCY,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        max_retries: int = DEFAULT_MAX_RETRIES,
+        limits: Limits = DEFAULT_LIMITS,
+        timeout: float = default("timeout"),
+        max_retries: int = default("max_retries"),
         temperature: float = 0.1,
     ) -> None:
         metadata = LLMMetadata(
@@ -249,7 +247,7 @@ class OpenAILLM(LLM):
             embed_model=embed_model,
             priced=_is_openai(base_url),
         )
-        super().__init__(metadata, concurrency)
+        super().__init__(metadata, limits)
         credentials = url_credentials(base_url)
         if credentials and api_key:
             # One Authorization header per request: a user:password in the URL
@@ -294,7 +292,7 @@ class OpenAILLM(LLM):
                 timeout=self.timeout,
                 max_retries=self.max_retries,
                 default_headers=self._headers or None,
-                http_client=_deadline_client(self.timeout, self.concurrency),
+                http_client=_deadline_client(self.timeout, self.limits),
             )
             self._clients[loop] = client
         return client
@@ -636,7 +634,7 @@ def _is_timeout(exc: BaseException) -> bool:
     return any(k.__name__ in ("TimeoutException", "ReadTimeout", "TimeoutError") for k in type(exc).__mro__)
 
 
-def _deadline_client(seconds: float, concurrency: int) -> Any:
+def _deadline_client(seconds: float, limits: Limits) -> Any:
     """An HTTP client for the openai package whose every request, body
     included, must finish within `seconds`: httpx's own timeout bounds only
     each wait for the next bytes, so a server trickling one byte a second (or
@@ -665,8 +663,8 @@ def _deadline_client(seconds: float, concurrency: int) -> Any:
 
     class DeadlineTransport(httpx2.AsyncBaseTransport):
         def __init__(self) -> None:
-            limits = httpx2.Limits(max_connections=max(100, 2 * concurrency), max_keepalive_connections=max(20, concurrency))
-            self.inner = httpx2.AsyncHTTPTransport(limits=limits)
+            pool = httpx2.Limits(max_connections=limits.connections, max_keepalive_connections=limits.keepalive)
+            self.inner = httpx2.AsyncHTTPTransport(limits=pool)
 
         async def handle_async_request(self, request: Any) -> Any:
             deadline = asyncio.get_running_loop().time() + seconds

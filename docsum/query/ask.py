@@ -21,7 +21,7 @@ from docsum.models.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_
 from docsum.query.budget import PromptBudget
 from docsum.query.corpus import StoreCorpus
 from docsum.query.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
-from docsum.query.retrieve import RETRIEVERS, Retrieval, SummaryCorpus, planned_choice_calls, retrieve
+from docsum.query.retrieve import Retrieval, SummaryCorpus, planned_choice_calls, retrieve
 from docsum.query.synthesize import (
     BaseSynthesizer,
     ResponseMode,
@@ -30,6 +30,7 @@ from docsum.query.synthesize import (
     planned_calls,
 )
 from docsum.schema import CallRecord, Node, NodeWithScore, Response, ResponseStatus, Usage
+from docsum.settings import DEFAULT_LIMITS, RETRIEVERS, Limits, check, default
 from docsum.store.base import DocumentStore, StoreLocation, display_location, open_store
 
 log = logging.getLogger("docsum")
@@ -50,11 +51,12 @@ RESERVED_VARIABLES = frozenset({"query_str", "context_str", "context_msg", "exis
 
 @dataclass
 class AskOptions:
-    mode: str = ResponseMode.COMPACT.value
-    retriever: str = "fused"
-    top_k: int = 3
-    choice_batch_size: int = 10
-    candidates: int = 20
+    # Defaults are the settings' (docsum.settings), so Python and the command line agree.
+    mode: str = default("mode")
+    retriever: str = RETRIEVERS[0]  # the command line picks one for the engine: see docsum.config.ask_options
+    top_k: int = default("top_k")
+    choice_batch_size: int = default("choice_batch_size")
+    candidates: int = default("candidates")
     cutoff: float | None = None
     rerank: int | None = None
     compress: bool = False
@@ -68,6 +70,7 @@ class AskOptions:
     stream: bool = False
     synthesizer: BaseSynthesizer | None = None  # a custom one replaces `mode`
     max_calls: int | None = None  # refuse (exit 2) a question that plans more LLM calls
+    limits: Limits = DEFAULT_LIMITS  # `questions` bounds ask_many
 
 
 @dataclass
@@ -152,8 +155,6 @@ def _check_question(llm: LLM, question: str, options: AskOptions) -> str:
     question = question.strip()
     if not question:
         raise ConfigError("the question is empty")
-    if options.cutoff is not None and not 0.0 <= options.cutoff <= 1.0:  # also refuses NaN
-        raise ConfigError(f"--cutoff: {options.cutoff} is out of range (allowed: 0..1, a fraction of the best score)")
     meta = llm.metadata
     limit = int((meta.context_window - meta.num_output) * MAX_QUESTION_SHARE)
     length = meta.tokenizer.count(question)
@@ -166,13 +167,12 @@ def _check_question(llm: LLM, question: str, options: AskOptions) -> str:
 
 
 def _check_options(llm: LLM, options: AskOptions, progress: Callable[[str], None] | None) -> BaseSynthesizer:
-    for name, value in (("--top-k", options.top_k), ("--choice-batch-size", options.choice_batch_size),
-                        ("--candidates", options.candidates), ("--rerank", options.rerank),
-                        ("--max-calls", options.max_calls)):
-        if value is not None and value < 1:
-            raise ConfigError(f"{name} must be at least 1, got {value}")
-    if options.retriever not in RETRIEVERS:
-        raise ConfigError(f"unknown retriever {options.retriever!r}; choose one of {', '.join(RETRIEVERS)}")
+    # The ranges the command line checks, for options made in Python.
+    for name in ("top_k", "choice_batch_size", "candidates", "rerank", "max_calls", "retriever", "cutoff"):
+        try:
+            check(name, getattr(options, name))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     reserved = sorted(RESERVED_VARIABLES & set(options.variables))
     if reserved:
         raise ConfigError(f"--var cannot set {', '.join(reserved)}: docsum fills it in itself")
@@ -298,16 +298,15 @@ async def ask_many(
     options: AskOptions,
     on_answer: Callable[[Question, AskResult | DocsumError], None],
     *,
-    concurrency: int,
     explain: Callable[[Question, str], None] | None = None,
 ) -> None:
     """Answer every question with one store, one vector file and one LLM
-    client, at most `concurrency` questions at a time (the LLM's own limit
+    client, at most `options.limits.questions` at a time (the LLM's own limit
     bounds requests in flight across all of them). `on_answer` gets each
     result, or the error that stopped it, as soon as it is known."""
     options.stream = False
     _check_options(llm, options, None)
-    gate = asyncio.Semaphore(max(1, concurrency))
+    gate = asyncio.Semaphore(options.limits.questions)
     with _open_corpus(store_path) as opened:
 
         async def one(item: Question) -> None:

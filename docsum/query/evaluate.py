@@ -25,8 +25,9 @@ from docsum.models.prompts import JUDGE_PROMPT
 from docsum.query.ask import AskOptions, ask
 from docsum.query.corpus import StoreCorpus
 from docsum.query.evidence import DocumentEvidence
-from docsum.query.retrieve import RETRIEVERS, retrieve
+from docsum.query.retrieve import retrieve
 from docsum.schema import CallRecord, Usage
+from docsum.settings import DEFAULT_LIMITS, RETRIEVERS, Limits, check, default
 from docsum.store.base import DocumentStore, StoreLocation, display_location, open_store, store_exists
 from docsum.store.sqlite import DocumentRecord
 
@@ -184,13 +185,14 @@ async def evaluate(
     llm: LLM,
     questions: list[EvalQuestion],
     *,
-    retriever: str = "fused",
-    top_k: int = 3,
+    retriever: str = RETRIEVERS[0],
+    top_k: int = default("top_k"),
     baseline: str | None = None,
     answers: bool = False,
-    mode: str = "compact",
-    batch_size: int = 10,
-    candidates: int = 20,
+    mode: str = default("mode"),
+    batch_size: int = default("choice_batch_size"),
+    candidates: int = default("candidates"),
+    limits: Limits = DEFAULT_LIMITS,
     progress: Callable[[int, int], None] | None = None,
     also: Sequence[str] = (),
 ) -> EvalReport:
@@ -221,16 +223,16 @@ async def evaluate(
                     ids.add(doc_id)
             gold_sets.append(ids)
 
-        names = list(dict.fromkeys([retriever, *also]))
-        unknown = [n for n in names if n not in RETRIEVERS]
-        if unknown:
-            raise ConfigError(f"unknown retriever {unknown[0]!r}; choose from {', '.join(RETRIEVERS)} or 'all'")
+        try:
+            names = check("eval_retrievers", [retriever, *also], "retriever")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         # One corpus for every question and retriever: the vectors and the
         # BM25 evidence are read (or built) once.
         corpus = StoreCorpus(store, None)
 
         done = 0
-        gate = asyncio.Semaphore(max(1, llm.concurrency))
+        gate = asyncio.Semaphore(limits.questions)
 
         async def one(i: int, q: EvalQuestion, name: str) -> tuple[dict[str, float], list[str]]:
             nonlocal done

@@ -24,6 +24,7 @@ from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_scores, lexical_vectors
 from docsum.models.llm import LLM
 from docsum.models.prompts import CHOICE_SELECT_PROMPT, PromptTemplate
 from docsum.query.budget import PromptBudget
+from docsum.settings import RETRIEVERS, default
 
 if TYPE_CHECKING:
     from docsum.query.evidence import DocumentEvidence
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("docsum")
 
-RETRIEVERS = ("fused", "embedding", "bm25", "llm", "hybrid")
 
 
 def summary_index_text(path: str, title: str, summary: str) -> str:
@@ -696,8 +696,8 @@ async def retrieve(
     entries: list[SummaryEntry] | SummaryCorpus,
     *,
     top_k: int,
-    batch_size: int = 10,
-    candidates: int = 20,
+    batch_size: int = default("choice_batch_size"),
+    candidates: int = default("candidates"),
     keep: int | None = None,
 ) -> Retrieval:
     """Pick documents. `keep` bounds the candidates whose summaries are read
