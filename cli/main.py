@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from docsum.build.pipeline import BuildOptions
     from docsum.models.llm import LLM
     from docsum.query.ask import AskOptions, AskResult, Question
-    from docsum.store.sqlite import DocumentRecord
 
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.

@@ -46,8 +46,17 @@ class Kind:
     repeated: bool = False  # the flag may be given many times; the value is a list
 
 
-def _identity(value: Any) -> Any:
-    return value
+def _from_text(convert: Callable[[str], Any], what: str, check: Callable[[Any], Any]) -> Callable[[str], Any]:
+    """Text to a value by `convert`, then checked: one message for text that is not a value at all."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = convert(text.strip())
+        except ValueError:
+            raise ValueError(f"{text!r} is not a {what}") from None
+        return check(value)
+
+    return parse
 
 
 def whole(low: int, high: int | None = None) -> Kind:
@@ -59,14 +68,7 @@ def whole(low: int, high: int | None = None) -> Kind:
             raise ValueError(f"{value} is out of range (allowed: {allowed})")
         return value
 
-    def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            raise ValueError(f"{text!r} is not a whole number") from None
-        return check(value)
-
-    return Kind("INTEGER", parse, check)
+    return Kind("INTEGER", _from_text(int, "whole number", check), check)
 
 
 def number(low: float, high: float, *, above_low: bool = False, unit: str = "number") -> Kind:
@@ -83,14 +85,7 @@ def number(low: float, high: float, *, above_low: bool = False, unit: str = "num
             raise ValueError(f"{value:g} is out of range (allowed: {allowed})")
         return value
 
-    def parse(text: str) -> float:
-        try:
-            value = float(text.strip())
-        except ValueError:
-            raise ValueError(f"{text!r} is not a {unit}") from None
-        return check(value)
-
-    return Kind("FLOAT", parse, check)
+    return Kind("FLOAT", _from_text(float, unit, check), check)
 
 
 def choice(*allowed: str) -> Kind:

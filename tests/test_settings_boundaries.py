@@ -4,6 +4,7 @@ where the bad value came from (issue 15, class 2)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,84 @@ def test_a_bad_eval_file_is_exit_2_naming_the_line(tmp_path: Path, content: byte
     assert result.code == 2, result
     assert str(questions) in result.stderr and said in result.stderr
     assert "internal error" not in result.stderr
+
+
+# -- one declaration (issue 14, redesign item 1) --------------------------------
+
+HELP_COMMANDS = ["build", "ask", "eval", "summaries", "show", "remove", "config show"]
+
+
+@pytest.mark.parametrize("command", HELP_COMMANDS)
+def test_help_is_generated_from_the_declarations(command: str) -> None:
+    """Each command's --help has exactly the options docsum.settings gives it,
+    with the declared metavar, and names its arguments plainly (`PATH...`,
+    never `{PATH}...` or `PATH <list[Path]>`)."""
+    from docsum.settings import SETTINGS
+
+    text = run_cli(*command.split(), "--help").stdout
+    flags = set(re.findall(r"^\s+(?:-\w, )?(--[\w-]+)", text, re.MULTILINE)) - {"--help"}
+    assert flags == {s.option for s in SETTINGS if command in s.commands}
+    for setting in SETTINGS:
+        if command in setting.commands and not (setting.kind.switch or setting.kind.toggle):
+            assert f"{setting.option} {setting.kind.metavar}" in text, setting.name
+    usage = next(line for line in text.splitlines() if line.startswith("Usage:"))
+    arguments = text.split("Arguments:")[1].split("Options:")[0] if "Arguments:" in text else ""
+    for part in (usage, arguments):
+        assert "<" not in part and not re.search(r"\{[A-Z]", part), part
+
+
+def test_usage_lines_name_arguments_plainly() -> None:
+    assert "Usage: docsum build [OPTIONS] PATH..." in run_cli("build", "--help").stdout
+    assert "Usage: docsum ask [OPTIONS] [QUESTION]" in run_cli("ask", "--help").stdout
+    assert "Usage: docsum show [OPTIONS] DOC" in run_cli("show", "--help").stdout
+    arguments = run_cli("eval", "--help").stdout.split("Arguments:")[1].split("Options:")[0]
+    assert arguments.split()[0] == "QUESTIONS" and "<" not in arguments
+
+
+def test_a_flag_that_is_not_a_config_setting_is_refused_in_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("dry_run = true\n", encoding="utf-8")
+    monkeypatch.setenv("DOCSUM_CONFIG", str(config))
+    result = run_cli("config", "show")
+    assert result.code == 2 and "unknown setting(s) dry_run" in result.stderr
+
+
+def test_every_new_flag_of_the_table_reaches_config_show(tmp_path: Path) -> None:
+    result = run_cli("config", "show", "--json", "--timeout", "5", "--max-retries", "1")
+    rows = {r["name"]: r for r in result.json()["settings"]}
+    assert (rows["timeout"]["value"], rows["timeout"]["source"]) == (5.0, "flag")
+    assert (rows["max_retries"]["value"], rows["max_retries"]["source"]) == (1, "flag")
+
+
+def test_options_made_in_python_meet_the_declared_ranges(tmp_path: Path) -> None:
+    """AskOptions from Python are checked by the same declarations as the
+    command line (not by a second copy of the ranges)."""
+    import asyncio
+
+    from docsum.errors import ConfigError
+    from docsum.models.extractive import ExtractiveLLM
+    from docsum.query.ask import AskOptions, ask
+
+    for options, said in ((AskOptions(top_k=0), "--top-k: 0 is out of range"), (AskOptions(cutoff=1.5), "--cutoff: 1.5 is out of range"),
+                          (AskOptions(retriever="bogus"), "--retriever: 'bogus' is not one of")):
+        with pytest.raises(ConfigError, match=said):
+            asyncio.run(ask(tmp_path / "none.sqlite", ExtractiveLLM(), "q?", options))
+
+
+# -- limits computed once (issue 14, redesign item 2) ---------------------------
+
+
+def test_concurrency_sets_every_limit_in_one_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One --concurrency gives the LLM, the build and the question runner
+    their limits, all from the same record."""
+    from docsum.config import ask_options, build_options, load_settings, make_llm
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    settings = load_settings({"concurrency": "3"}, environ={})
+    llm, _ = make_llm(settings)
+    limits = settings.limits
+    assert (limits.requests, limits.documents, limits.embed_batch, limits.questions) == (3, 6, 16, 3)
+    assert llm.limits == limits
+    assert build_options(settings, [Path(".")]).limits == limits
+    assert ask_options(settings, llm, stream=False).limits == limits
+    assert load_settings({"concurrency": "12"}, environ={}).limits.embed_batch == 24
