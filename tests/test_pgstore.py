@@ -143,6 +143,48 @@ def test_nul_in_a_document_and_in_a_summary_builds_alike_on_both_backends(tmp_pa
     assert wide[1] == "A summary with a NUL." and "A ferry crosses the river at noon." in wide[2][0]
 
 
+def test_a_summary_postgresql_cannot_hold_fails_that_document_alone(tmp_path: Path, pg_url: str) -> None:
+    """A lone surrogate (from the server's JSON) cannot be encoded for any
+    store: on PostgreSQL too that document fails alone, the transaction it
+    was written in (one pipeline) leaves nothing, and the build goes on."""
+    docs = tmp_path / "docs"
+    make_docs(docs, 3)
+    with FakeOpenAI() as fake:
+        fake.script(Reply(text="A summary with a lone \ud800 surrogate."))
+        result = run_cli("build", docs, "--store", pg_url, "--concurrency", "1", *llm_args(fake))
+        assert result.code == 3, result
+        assert "cannot be stored: text with an invalid character" in result.stderr
+        assert pg_count(pg_url) == 2 and pg_count(pg_url, "SELECT count(*) FROM nodes") == 2
+        again = run_cli("build", docs, "--store", pg_url, *llm_args(fake))
+    assert again.code == 0 and pg_count(pg_url) == 3
+
+
+def test_a_schema_named_docsum_that_another_application_made_is_refused_untouched(pg_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA docsum; CREATE TABLE docsum.accounts (id INTEGER); INSERT INTO docsum.accounts VALUES (1)")
+    built = run_cli("build", SAMPLE_DOCS, "--store", pg_url)
+    assert built.code == 1 and "tables docsum did not make" in built.stderr, built
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        tables = conn.execute("SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                              "WHERE n.nspname = 'docsum'").fetchall()  # fmt: skip
+    assert tables == [("accounts",)]
+
+
+def test_written_since_reports_what_any_builder_stored_after_the_token(pg_url: str) -> None:
+    """What a builder reads, every half second, to skip files another builder
+    already stored instead of claiming and reading each."""
+    with open_store(pg_url) as mine, open_store(pg_url) as other:
+        token, nothing = mine.written_since(None)
+        assert nothing == {}
+        other.put_document(doc("a.txt"), [])
+        token, written = mine.written_since(token)
+        assert list(written) == [make_doc_id("/data", "a.txt")]
+        assert tuple(written[make_doc_id("/data", "a.txt")]) == (10, 1, "s", "f")
+        assert mine.written_since(token)[1] == {}
+
+
 # ---------------------------------------------------------------- the password
 
 

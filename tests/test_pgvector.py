@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from fakeopenai import FakeOpenAI, Reply
 from helpers import llm_args, make_docs, run_cli
+from pgserver import TEST_PASSWORD
 
 from docsum.lexical import LEXICAL_EMBED_MODEL
 from docsum.store.base import open_store
@@ -134,6 +135,7 @@ def test_without_the_right_to_create_pgvector_the_local_file_serves_until_an_adm
         assert run_cli("build", docs, "--store", url, *llm_args(fake), *EMBED).code == 0
         shown = run_cli("config", "show", "--store", url, "--json").json()["vector_search"]
         assert "not created in this database" in shown and "local vector file" in shown, shown
+        assert TEST_PASSWORD not in shown
         asked = run_cli("ask", "ferry", "--store", url, "--json", "--explain", *llm_args(fake), *EMBED)
         assert asked.code == 0 and "local vector file" in asked.stderr
         pg_server.sql(vector_db, "CREATE EXTENSION vector")  # the administrator, into public

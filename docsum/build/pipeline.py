@@ -37,7 +37,7 @@ from docsum.schema import CallRecord, Usage
 from docsum.settings import DEFAULT_LIMITS, Limits, default
 from docsum.ingest.split import split_document
 from docsum.store.lock import BuildLock
-from docsum.store.sqlite import CallRow, DocumentRecord, NodeRecord, Store, make_doc_id
+from docsum.store.sqlite import CallRow, DocumentRecord, NodeRecord, Store, StoredVersion, make_doc_id
 from docsum.store.base import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
 from docsum.query.synthesize import TreeSummarize, planned_calls
 from docsum.store.vectors import refresh_vectors
@@ -434,6 +434,7 @@ class Builder:
 
                 deferred: list[_Work] = []
                 busy: list[_Work] = []  # claimed by another builder sharing the store
+                stored_elsewhere = _StoredElsewhere(self.store, self.split_fp, self.summary_fp)
 
                 async def one(work: _Work) -> None:
                     # The gate was taken by run_all() for this document.
@@ -450,6 +451,12 @@ class Builder:
                     try:
                         if breaker.tripped:
                             deferred.append(work)  # neither failed nor recorded
+                            return
+                        if stored_elsewhere.has(work):
+                            # Another builder stored it: no claim, no query.
+                            report.done_elsewhere += 1
+                            self._count(report, unchanged := FileOutcome(work.found.relpath, "unchanged"))
+                            self.reporter.file_done(unchanged)
                             return
                         if not self.store.claim(work.doc_id):
                             busy.append(work)  # another builder has it; looked at again below
@@ -760,9 +767,10 @@ class Builder:
         if not self.store.shared:
             return None
         current = next((d for d in self.store.find_documents(work.doc_id) if d.doc_id == work.doc_id), None)
-        if current is None or (current.size, current.mtime_ns) != (work.size, work.mtime_ns):
+        if current is None:
             return None
-        if (current.summary_fingerprint, current.split_fingerprint) != (self.summary_fp, self.split_fp):
+        stored = StoredVersion(current.size, current.mtime_ns, current.split_fingerprint, current.summary_fingerprint)
+        if stored != StoredVersion(work.size, work.mtime_ns, self.split_fp, self.summary_fp):
             return None
         return FileOutcome(work.found.relpath, "unchanged")
 
@@ -779,6 +787,33 @@ class Builder:
             return self.store.remove_document(doc.doc_id)
         finally:
             self.store.release_claim(doc.doc_id)
+
+
+class _StoredElsewhere:
+    """Documents other builders sharing the store wrote during this run, as
+    one query every CLAIM_POLL_SECONDS at most: a builder that reaches a file
+    another already stored (as it is now, with these settings) counts it as
+    unchanged without claiming it or reading its row. With four builders in
+    the same folder that is three files in four, and each claim, read and
+    release was a round trip to the server. A store with one builder (SQLite)
+    reports nothing and costs nothing."""
+
+    def __init__(self, store: DocumentStore, split_fp: str, summary_fp: str) -> None:
+        self._store = store
+        self._wanted = (split_fp, summary_fp)
+        self._token: int | None = None
+        self._checked = 0.0
+        self._versions: dict[str, StoredVersion] = {}
+
+    def has(self, work: _Work) -> bool:
+        if not self._store.shared:
+            return False
+        now = time.monotonic()
+        if self._token is None or now - self._checked >= CLAIM_POLL_SECONDS:
+            self._token, written = self._store.written_since(self._token)
+            self._versions.update(written)
+            self._checked = now
+        return self._versions.get(work.doc_id) == StoredVersion(work.size, work.mtime_ns, *self._wanted)
 
 
 class _StoredRoots:

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from docsum.store.sqlite import CallRow, DocumentRecord, NodeRecord, Store
+from docsum.store.sqlite import CallRow, DocumentRecord, NodeRecord, Store, StoredVersion
 from docsum.store.vectors import VectorChanges
 
 if TYPE_CHECKING:  # annotations only: the CLI imports this module for every command
@@ -108,6 +108,9 @@ class DocumentStore(Protocol):
     # claims: who summarizes a document when several builders share the store
     def claim(self, doc_id: str) -> bool: ...
     def release_claim(self, doc_id: str) -> None: ...
+    # Documents written since `token` (any builder; None: none, a token to start
+    # from): a builder skips what others stored without claiming it.
+    def written_since(self, token: int | None) -> tuple[int, dict[str, StoredVersion]]: ...
 
     # failures, runs, meta
     def record_failure(self, root: str, path: str, error: str) -> int: ...

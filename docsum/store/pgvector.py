@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from docsum.lexical import LEXICAL_EMBED_MODEL
@@ -110,19 +111,21 @@ def table_dim(conn: psycopg.Connection[Any]) -> int | None:
     return int(row[0]) if row is not None and row[0] is not None and int(row[0]) > 0 else None
 
 
-def try_create_extension(conn: psycopg.Connection[Any]) -> str:
+def try_create_extension(conn: psycopg.Connection[Any], describe: Callable[[BaseException], str]) -> str:
     """Create the extension if the server offers it; '' when it is there now,
-    else why not (shown by `config show`)."""
+    else why not (shown by `config show`; `describe` renders a driver error
+    without secrets)."""
+    import psycopg
+
     if extension_installed(conn):
         return ""
     if not extension_available(conn):
         return "pgvector is not available on the server"
-    psycopg = _psycopg_errors()
     try:
         with conn.transaction():
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA docsum")
     except psycopg.Error as exc:
-        reason = " ".join(str(exc).split())[:200]
+        reason = describe(exc)[:200]
         log.debug("pgvector: CREATE EXTENSION vector failed (%s); summary vectors stay local", reason)
         return f"pgvector is available on the server but not created in this database ({reason})"
     return ""
@@ -251,9 +254,3 @@ def nearest(conn: psycopg.Connection[Any], query: np.ndarray, limit: int | None)
                 rows = rows[:limit]
             rows = [(doc_id, -distance) for doc_id, distance in rows]
     return [r[0] for r in rows], np.asarray([float(r[1]) for r in rows], dtype=np.float32)
-
-
-def _psycopg_errors() -> Any:
-    import psycopg
-
-    return psycopg

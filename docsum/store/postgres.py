@@ -57,6 +57,7 @@ from docsum.store.sqlite import (
     CallRow,
     DocumentRecord,
     NodeRecord,
+    StoredVersion,
     call_params,
     decode_embedding,
     document_from_row,
@@ -225,6 +226,10 @@ def claim_seconds_from_env() -> float:
     if value <= 0:
         raise ConfigError(f"DOCSUM_CLAIM_TIMEOUT must be positive, got {raw!r}")
     return value
+
+
+# put_document's upsert: every column but the key and added_at (kept unless given).
+_DOC_UPDATES = ", ".join(f"{c} = EXCLUDED.{c}" for c in DOC_COLUMNS.replace(" ", "").split(",")[1:] if c != "added_at")
 
 
 class PostgresStore:
@@ -397,26 +402,26 @@ class PostgresStore:
         return found[0] if len(found) == 1 else None
 
     def put_document(self, doc: DocumentRecord, nodes: list[NodeRecord], calls: Sequence[CallRow] = ()) -> None:
-        """A document, its nodes and the calls that made it, in one transaction."""
+        """A document, its nodes and the calls that made it, in one transaction.
+
+        The statements go out as one pipeline (psycopg's pipeline mode): a
+        builder writes every document it summarizes, and one round trip per
+        statement was a large part of its time on a busy server. A doc_id
+        that already names another file is refused (the upsert's WHERE) and
+        the whole transaction rolled back."""
         for node in nodes:
             if node.doc_id != doc.doc_id:
                 raise ValueError(f"node {node.seq} belongs to {node.doc_id}, not {doc.doc_id}")
         now = utc_now()
-        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in DOC_COLUMNS.replace(" ", "").split(",")[1:])
         self._ensure_vector_table(doc.embedding, doc.embedding_model)
-        with self._write() as conn:
-            existing = conn.execute(
-                "SELECT root, path, added_at FROM documents WHERE doc_id = %s FOR UPDATE", (doc.doc_id,)
-            ).fetchone()
-            if existing is not None and (existing[0], existing[1]) != (doc.root, doc.path):
-                raise DocsumError(
-                    f"doc_id {doc.doc_id} of {doc.root}/{doc.path} already names {existing[0]}/{existing[1]}"
-                )
-            added_at = doc.added_at or (existing[2] if existing is not None else now)
-            conn.execute(
+        with self._write() as conn, _pipeline(conn):
+            # A stored document keeps its added_at unless the record names one.
+            written = conn.execute(
                 f"INSERT INTO documents ({DOC_COLUMNS}) VALUES ({', '.join(['%s'] * 18)}) "
-                f"ON CONFLICT (doc_id) DO UPDATE SET {updates}",
-                document_params(doc, added_at, now),
+                f"ON CONFLICT (doc_id) DO UPDATE SET {_DOC_UPDATES}, "
+                "added_at = CASE WHEN %s THEN EXCLUDED.added_at ELSE documents.added_at END "
+                "WHERE documents.root = EXCLUDED.root AND documents.path = EXCLUDED.path RETURNING doc_id",
+                (*document_params(doc, doc.added_at or now, now), bool(doc.added_at)),
             )
             conn.execute("DELETE FROM nodes WHERE doc_id = %s", (doc.doc_id,))
             if nodes:
@@ -433,6 +438,9 @@ class PostgresStore:
             for call in calls:
                 _insert_call(conn, call)
             self._write_vector_row(conn, doc.doc_id, doc.embedding, doc.embedding_model)
+            if written.fetchone() is None:
+                other = conn.execute("SELECT root, path FROM documents WHERE doc_id = %s", (doc.doc_id,)).fetchone()
+                raise DocsumError(f"doc_id {doc.doc_id} of {doc.root}/{doc.path} already names {other[0]}/{other[1]}")
 
     def touch_document(self, doc_id: str, size: int, mtime_ns: int) -> bool:
         with self._write() as conn:
@@ -526,7 +534,7 @@ class PostgresStore:
         missing from it (see docsum.store.pgvector)."""
         with _errors(self._url):
             conn = self.conn
-            self._pgvector_note = pgvector.try_create_extension(conn)
+            self._pgvector_note = pgvector.try_create_extension(conn, lambda exc: one_line(self._url, exc))
             self._pgvector = not self._pgvector_note
             if not self._pgvector:
                 return
@@ -584,18 +592,22 @@ class PostgresStore:
     def claim(self, doc_id: str) -> bool:
         """Take `doc_id` for this builder; False when a live builder holds it.
 
-        A fresh claim is an INSERT; an existing one is taken over only when it
-        expired or its holder's connection is gone, and only by one builder
-        (FOR UPDATE SKIP LOCKED: the others skip the row another is taking)."""
+        A fresh claim is one INSERT in its own transaction (one round trip:
+        every builder makes one per document it reaches, so this is the
+        hot path); an existing one is taken over only when it expired or its
+        holder's connection is gone, and only by one builder (FOR UPDATE SKIP
+        LOCKED: the others skip the row another is taking)."""
         interval = f"{self.claim_seconds} seconds"
-        with self._write() as conn:
+        with _errors(self._url):
+            conn = self.conn
             pid = conn.info.backend_pid
             fresh = conn.execute(
                 "INSERT INTO claims (doc_id, owner, backend_pid, expires_at) "
                 "VALUES (%s, %s, %s, now() + %s::interval) ON CONFLICT (doc_id) DO NOTHING RETURNING doc_id",
                 (doc_id, self.owner, pid, interval),
             ).fetchone()
-            if fresh is None:
+        if fresh is None:
+            with self._write() as conn:
                 stale = conn.execute(
                     "SELECT doc_id FROM claims c WHERE doc_id = %s AND (owner = %s OR expires_at < now() "
                     "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = c.backend_pid)) "
@@ -612,9 +624,26 @@ class PostgresStore:
             self._heartbeat = _Heartbeat(self._url, self.owner, self.claim_seconds)
         return True
 
+    def written_since(self, token: int | None) -> tuple[int, dict[str, StoredVersion]]:
+        """Documents written by transactions from `token` on, in one
+        statement's snapshot; the new token is that snapshot's xmin, so a
+        transaction still running is reported again rather than missed (as in
+        vector_changes). None: nothing yet, only the token to start from."""
+        if token is None:
+            return int(self._rows("SELECT pg_snapshot_xmin(pg_current_snapshot())::text")[0][0]), {}
+        rows = self._rows(
+            "SELECT s.xmin, d.doc_id, d.size, d.mtime_ns, d.split_fingerprint, d.summary_fingerprint "
+            "FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin) s "
+            "LEFT JOIN documents d ON d.txid >= %s::text::xid8",
+            (str(token),),
+        )
+        return int(rows[0][0]), {r[1]: StoredVersion(*r[2:]) for r in rows if r[1] is not None}
+
     def release_claim(self, doc_id: str) -> None:
-        with self._write() as conn:
-            conn.execute("DELETE FROM claims WHERE doc_id = %s AND owner = %s", (doc_id, self.owner))
+        """One statement, its own transaction (a stored document's claim is
+        already gone: put_document ends it)."""
+        with _errors(self._url):
+            self.conn.execute("DELETE FROM claims WHERE doc_id = %s AND owner = %s", (doc_id, self.owner))
 
     # ------------------------------------------------------------------ failures
 
@@ -757,6 +786,24 @@ def _schema_version(conn: psycopg.Connection[Any]) -> int | None:
     return int(found[0]) if found else 0
 
 
+def _pipeline(conn: psycopg.Connection[Any]) -> contextlib.AbstractContextManager[Any]:
+    """psycopg's pipeline mode where this libpq has it (14 and later), else nothing."""
+    return conn.pipeline() if _psycopg().Pipeline.is_supported() else contextlib.nullcontext()
+
+
+def _foreign_schema(conn: psycopg.Connection[Any]) -> bool:
+    """Whether a schema named docsum exists with something in it but no
+    docsum version table: another application's, which docsum must not fill.
+    Read from pg_class itself, not to_regclass: another builder may have just
+    made the store, and this session's catalog cache may not know yet."""
+    row = conn.execute(
+        "SELECT count(*) FILTER (WHERE c.relname = 'schema_version'), count(*) "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s",
+        (SCHEMA,),
+    ).fetchone()
+    return bool(row is not None and row[0] == 0 and row[1] > 0)
+
+
 def _migrate(conn: psycopg.Connection[Any], url: str) -> None:
     """Bring the schema to the newest version, one transaction per migration,
     serialized between processes by an advisory lock."""
@@ -764,6 +811,11 @@ def _migrate(conn: psycopg.Connection[Any], url: str) -> None:
     while True:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            if _foreign_schema(conn):
+                raise DocsumError(
+                    f"{display_location(url)}: the schema {SCHEMA!r} holds tables docsum did not make; "
+                    "refusing to touch it (use another database)"
+                )
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
             conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.schema_version (version INTEGER NOT NULL)")
             current = _schema_version(conn) or 0
@@ -795,12 +847,18 @@ def _errors(url: str, what: str = "") -> Iterator[None]:
     try:
         yield
     except psycopg.Error as exc:
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        for secret in location_secrets(url):
-            if secret:
-                text = text.replace(secret, "***")
         prefix = f"{display_location(url)}: {what + ': ' if what else ''}"
-        raise DocsumError(f"{prefix}{text}") from None
+        raise DocsumError(f"{prefix}{one_line(url, exc)}") from None
+
+
+def one_line(url: str, exc: BaseException) -> str:
+    """A driver's message on one line, any password of `url` replaced by ***
+    (for every path that shows one: errors, warnings, `config show`)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    for secret in location_secrets(url):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
 
 
 class _Heartbeat:
@@ -828,7 +886,7 @@ class _Heartbeat:
                     (f"{self._claim_seconds} seconds", self._owner),
                 )
         except Exception as exc:  # noqa: BLE001 - a lost heartbeat must not kill the build
-            log.warning("claims heartbeat stopped (%s)", " ".join(str(exc).split())[:160])
+            log.warning("claims heartbeat stopped (%s)", one_line(self._url, exc)[:160])
         finally:
             conn.close()
 

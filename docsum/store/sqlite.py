@@ -36,7 +36,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from docsum.errors import DocsumError, StoreVersionError
 from docsum.store.vectors import VectorChange, VectorChanges, cache_path_for
@@ -200,6 +200,16 @@ def make_doc_id(root: str, relpath: str) -> str:
     so an edited file keeps its id (and `docsum show ID` keeps working)."""
     return hashlib.sha256(f"{root}\0{relpath}".encode("utf-8")).hexdigest()[:12]
 
+
+
+class StoredVersion(NamedTuple):
+    """What says a stored document is the file as it is now, summarized with
+    the current settings (a build compares it to decide there is nothing to do)."""
+
+    size: int
+    mtime_ns: int
+    split_fingerprint: str
+    summary_fingerprint: str
 
 @dataclass
 class DocumentRecord:
@@ -898,6 +908,10 @@ class Store:
 
     def search_description(self) -> str:
         return f"SQLite store {self.path}: summary vectors scored in this process"
+
+    def written_since(self, token: int | None) -> tuple[int, dict[str, StoredVersion]]:
+        """Nothing: the build lock makes a builder the only writer."""
+        return 0, {}
 
     def server_search(self) -> None:
         """SQLite searches nothing itself: questions score the vector file."""
