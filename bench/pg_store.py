@@ -5,9 +5,12 @@
    processes at once (each --concurrency 4): wall time, speed-up over one
    builder, and the chat calls the server counted (each document needs one).
    Then 4 builders again with one SIGKILLed halfway.
-2. `docsum ask` at 10,000 documents, SQLite against PostgreSQL: whole-process
-   wall time and peak RSS (/usr/bin/time), the first question (the vector file
-   is written) and the next ones, and one after 100 documents changed.
+2. `docsum ask` at 10,000 documents (384-dimension embeddings from the fake
+   server), SQLite against PostgreSQL without pgvector (the local vector file)
+   and with it (nearest summaries found in SQL): whole-process wall time and
+   peak RSS (/usr/bin/time), the first question (the vector file is written)
+   and the next ones, one after 100 documents changed, and how much of the
+   exact top 10 pgvector's HNSW index returns.
 
 Runs from a clone: the fake server and the throwaway PostgreSQL are the test
 suite's own (tests/fakeopenai.py, tests/pgserver.py). Needs PostgreSQL's server
@@ -99,13 +102,21 @@ def build_round(server: PostgresServer, corpus: Path, builders: int, docs: int, 
     }  # fmt: skip
 
 
+# The size of all-MiniLM-L6-v2's vectors (`--embed-model local`): a real
+# model's shape, which pgvector can index (lexical vectors cannot be searched
+# on the server: docsum.store.pgvector).
+ASK_DIM = 384
+ASK_QUESTIONS = ["budget for bridges and comets", "storms in month 7", "ferries and mills item 12",
+                 "orchards follow-up", "tariffs approved line 30"]  # fmt: skip
+
+
 def populate(location: str, count: int) -> None:
-    """`count` synthetic documents with lexical vectors, the same in every store."""
+    """`count` synthetic documents with the fake server's embeddings, the same in every store."""
     import numpy as np
 
-    from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
     from docsum.store.base import open_store
     from docsum.store.sqlite import DocumentRecord, NodeRecord, make_doc_id
+    from fakeopenai import default_embedding
 
     topics = ["bees", "bridges", "ferries", "orchards", "libraries", "storms", "mills", "canals", "tariffs", "comets"]
     with open_store(location) as store:
@@ -116,49 +127,68 @@ def populate(location: str, count: int) -> None:
             doc_id = make_doc_id("/bench", path)
             record = DocumentRecord(
                 doc_id, path, "/bench", 500, 1, "ab" * 32, path, "text", 120, None, "s", "f", summary, "m",
-                embedding=np.asarray(lexical_vectors([summary])[0]), embedding_model=LEXICAL_EMBED_MODEL,
+                embedding=np.asarray(default_embedding(summary, ASK_DIM), dtype=np.float32), embedding_model="fake-embed",
             )  # fmt: skip
             store.put_document(record, [NodeRecord(doc_id, 0, summary * 3, 0, len(summary) * 3, (), 120)])
 
 
-def timed_ask(location: str, home: Path) -> tuple[float, int]:
-    """Wall seconds and peak RSS (MB) of one whole `docsum ask` process."""
-    cmd = ["/usr/bin/time", "-f", "%e %M", *DOCSUM, "ask", "budget for bridges and comets", "--store", location,
-           "--json", "--llm", "extractive"]  # fmt: skip
+def timed_ask(location: str, home: Path, fake: FakeOpenAI, question: str = ASK_QUESTIONS[0]) -> tuple[float, int, dict[str, Any]]:
+    """Wall seconds, peak RSS (MB) and the JSON answer of one whole `docsum ask` process."""
+    cmd = ["/usr/bin/time", "-f", "%e %M", *DOCSUM, "ask", question, "--store", location, "--json", "--top-k", "10",
+           "--base-url", fake.base_url, "--model", "fake-chat", "--embed-model", "fake-embed", "--explain"]  # fmt: skip
     result = subprocess.run(cmd, env=env_for(home), capture_output=True, text=True, check=True)
     wall, rss_kb = result.stderr.strip().splitlines()[-1].split()
-    json.loads(result.stdout)
-    return float(wall), int(rss_kb) // 1024
+    return float(wall), int(rss_kb) // 1024, {**json.loads(result.stdout), "explain": result.stderr}
 
 
 def ask_round(server: PostgresServer, count: int) -> dict[str, Any]:
-    scratch = Path(tempfile.mkdtemp(prefix="bench-ask-"))
-    sqlite = str(scratch / "store.sqlite")
-    url = server.url(server.new_database())
-    out: dict[str, Any] = {"documents": count}
-    for name, location in (("sqlite", sqlite), ("postgresql", url)):
-        t0 = time.monotonic()
-        populate(location, count)
-        out[f"{name}_populate_s"] = round(time.monotonic() - t0, 1)
-        home = scratch / f"home-{name}"
-        home.mkdir()
-        first = timed_ask(location, home)
-        warm = [timed_ask(location, home) for _ in range(5)]
-        out[name] = {
-            "first": {"wall_s": first[0], "rss_mb": first[1]},
-            "next_median": {"wall_s": statistics.median(w for w, _ in warm), "rss_mb": statistics.median(r for _, r in warm)},
-        }
-    # 100 documents change on the server: the next question fetches only them.
+    """SQLite, PostgreSQL without pgvector (an ordinary user cannot create the
+    extension: the local vector file) and PostgreSQL with it (a superuser's
+    first build creates it: nearest summaries found in SQL), same documents."""
     import numpy as np
 
     from docsum.store.base import open_store
 
-    with open_store(url) as store:
-        for doc in store.list_documents(with_embeddings=True)[:100]:
-            store.update_embedding(doc.doc_id, np.asarray(doc.embedding) * 1.0, doc.embedding_model or "")
-    after = [timed_ask(url, scratch / "home-postgresql") for _ in range(3)]
-    out["postgresql"]["after_100_changed_median"] = {
-        "wall_s": statistics.median(w for w, _ in after), "rss_mb": statistics.median(r for _, r in after)}
+    scratch = Path(tempfile.mkdtemp(prefix="bench-ask-"))
+    local_db, vector_db = server.new_database(), server.new_database()
+    stores = {
+        "sqlite": str(scratch / "store.sqlite"),
+        "postgresql_local_file": server.password_url(local_db),
+        "postgresql_pgvector": server.url(vector_db),
+    }
+    out: dict[str, Any] = {"documents": count, "embedding_dim": ASK_DIM}
+    top: dict[str, list[list[str]]] = {}
+    with FakeOpenAI(latency=0.0, embedding_dim=ASK_DIM) as fake:
+        for name, location in stores.items():
+            t0 = time.monotonic()
+            populate(location, count)
+            out[f"{name}_populate_s"] = round(time.monotonic() - t0, 1)
+            home = scratch / f"home-{name}"
+            home.mkdir()
+            first = timed_ask(location, home, fake)
+            warm = [timed_ask(location, home, fake) for _ in range(5)]
+            search = next((line for line in first[2]["explain"].splitlines() if "store:" in line), "")
+            out[name] = {
+                "search": search.split(": ", 2)[-1][:160],
+                "first": {"wall_s": first[0], "rss_mb": first[1]},
+                "next_median": {"wall_s": statistics.median(w[0] for w in warm), "rss_mb": statistics.median(w[1] for w in warm)},
+            }
+            top[name] = [[d["path"] for d in timed_ask(location, home, fake, q)[2]["documents"]] for q in ASK_QUESTIONS]
+            print(json.dumps({name: out[name]}), flush=True)
+        # 100 documents change on the server: the next question fetches only
+        # them (local file) or finds them in the table (pgvector).
+        for name in ("postgresql_local_file", "postgresql_pgvector"):
+            with open_store(stores[name]) as store:
+                for doc in store.list_documents(with_embeddings=True)[:100]:
+                    store.update_embedding(doc.doc_id, np.asarray(doc.embedding) * 1.0, doc.embedding_model or "")
+            after = [timed_ask(stores[name], scratch / f"home-{name}", fake) for _ in range(3)]
+            out[name]["after_100_changed_median"] = {
+                "wall_s": statistics.median(a[0] for a in after), "rss_mb": statistics.median(a[1] for a in after)}
+    # HNSW is approximate: how many of the exact top 10 (SQLite) it returns.
+    out["pgvector_top10_overlap_with_exact"] = [
+        len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(top["postgresql_pgvector"], top["sqlite"])
+    ]
+    out["local_file_top10_same_as_sqlite"] = top["postgresql_local_file"] == top["sqlite"]
     shutil.rmtree(scratch, ignore_errors=True)
     return out
 
