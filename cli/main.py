@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -24,6 +25,12 @@ from docsum.schema import ResponseMode, ResponseStatus
 from docsum.store.base import DocumentStore, display_location, is_postgres, open_store, store_exists
 
 from .common import Common, DocsumCommand, run_async, with_common
+
+# docsum's numpy work in a command is matrix-vector scans, bound by memory
+# bandwidth: OpenBLAS's threads do not speed them up, and on a busy machine
+# their spinning made a 100,000-document scan several times slower
+# (bench/RESULTS.md, section 9). Set before numpy loads; the user's setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Each command imports the rest of docsum itself, so that a command (and
 # --help) loads only what it uses: numpy with vectors, openai with the first

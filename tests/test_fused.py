@@ -17,9 +17,10 @@ import pytest
 from helpers import REPO, run_cli, subprocess_env
 
 from docsum.models.extractive import ExtractiveLLM
-from docsum.query.bm25 import BM25Index
-from docsum.query.evidence import DocumentEvidence, cache_dir, sum_of_best
-from docsum.query.retrieve import EntryCorpus, SummaryEntry, reciprocal_rank_fusion, retrieve
+from docsum.query.bm25 import BM25Index, SortedTerms
+from docsum.query.evidence import DocumentEvidence, cache_dir, load_evidence, sum_of_best
+from docsum.query.retrieve import EntryCorpus, SummaryEntry, aligned_scores, reciprocal_rank_fusion, retrieve
+from docsum.store.sqlite import DocumentRecord, Store
 
 TOPICS = {
     "bees.txt": "Beekeeping notes\n\nThe apiary keeps forty hives of honey bees. Bees swarm in spring and the honey harvest is in August.",
@@ -162,3 +163,85 @@ def test_a_question_after_the_first_reads_the_kept_index_without_importing_bm25s
     )
     done = subprocess.run([sys.executable, "-c", probe, str(store)], cwd=REPO, env=subprocess_env(), capture_output=True, text=True, timeout=120)
     assert "ferry.txt" in done.stdout and "BM25S False" in done.stdout, (done.stdout, done.stderr)
+
+
+class _CountingStore(Store):
+    """A real SQLite store that counts the whole-store reads an index check makes."""
+
+    versions_read = 0
+    listed = 0
+
+    def document_versions(self) -> list[tuple[str, str]]:
+        self.versions_read += 1
+        return super().document_versions()
+
+    def list_documents(self, with_embeddings: bool = False, with_summaries: bool = True) -> list[DocumentRecord]:
+        self.listed += 1
+        return super().list_documents(with_embeddings, with_summaries)
+
+
+def test_a_kept_index_is_trusted_without_reading_a_row_until_the_store_changes(tmp_path: Path) -> None:
+    """At 100,000 documents reading every document's version took seconds
+    per question: an unchanged store is now recognised by its change log."""
+    folder = tmp_path / "docs"
+    _write(folder, TOPICS)
+    store = tmp_path / "s.sqlite"
+    assert run_cli("build", folder, "--store", store, "-q").code == 0
+    assert _top_path(store, "How much is a ferry ticket?") == "ferry.txt"  # builds and keeps the index
+
+    with _CountingStore.open(store, create=False, readonly=True) as counting:
+        assert isinstance(counting, _CountingStore)
+        evidence = load_evidence(counting)
+        assert (counting.versions_read, counting.listed) == (0, 0)
+        assert sorted(evidence.doc_ids) == sorted(d for d, _ in counting.document_versions())
+        assert evidence.doc_ids[int(np.argmax(evidence.score("ferry tickets").summary))] == next(
+            d.doc_id for d in counting.list_documents() if d.path == "ferry.txt")
+
+    # A new vector with the same text moves the change log but not the
+    # index: the versions are read once, the index is kept and re-stamped.
+    with Store.open(store, create=False) as writer:
+        doc = next(d for d in writer.list_documents(with_embeddings=True) if d.path == "bees.txt")
+        assert doc.embedding is not None and doc.embedding_model is not None
+        writer.update_embedding(doc.doc_id, doc.embedding, doc.embedding_model)
+    nodes_dir = cache_dir(Path(str(store) + ".vectors")) / "nodes"
+    written = (nodes_dir / "docsum.json").stat().st_mtime_ns
+    for expected_reads in (1, 0):
+        with _CountingStore.open(store, create=False, readonly=True) as counting:
+            load_evidence(counting)
+            assert (counting.versions_read, counting.listed) == (expected_reads, 0)
+    assert (nodes_dir / "docsum.json").stat().st_mtime_ns == written
+
+    # A changed document is read again (and its new words found).
+    _write(folder, {"storm.txt": TOPICS["storm.txt"] + " A zeppelin hangar lost its roof."})
+    assert run_cli("build", folder, "--store", store, "-q").code == 0
+    with _CountingStore.open(store, create=False, readonly=True) as counting:
+        evidence = load_evidence(counting)
+        assert counting.versions_read == 1 and counting.listed == 1
+        assert evidence.score("zeppelin hangar").summary.max() > 0
+
+
+def test_the_kept_vocabulary_finds_every_term_by_bisection(tmp_path: Path) -> None:
+    texts = ["Zürich harbour ferry", "ferry tickets", "café crème au lait", "naïve Ærø ferries", "zebra"]
+    index = BM25Index.from_texts(texts)
+    index.save(tmp_path / "idx", "fp")
+    loaded = BM25Index.load(tmp_path / "idx", "fp")
+    assert loaded is not None
+    kept = loaded[0]
+    assert isinstance(kept.vocab, SortedTerms) and isinstance(index.vocab, dict)
+    for term, column in index.vocab.items():
+        assert kept.vocab.get(term) == column
+    for missing in ("", "aaa", "zzzz", "ferr", "ferryz", "zürichs"):
+        assert kept.vocab.get(missing) == index.vocab.get(missing)
+    for question in ("Zürich ferry", "café", "zebra ferries", "nothing shared"):
+        assert np.array_equal(kept.scores(question), index.scores(question))
+    empty = BM25Index.from_texts(["", ""])
+    empty.save(tmp_path / "empty", "fp")
+    reloaded = BM25Index.load(tmp_path / "empty", "fp")
+    assert reloaded is not None and reloaded[0].scores("anything").tolist() == [0.0, 0.0]
+
+
+def test_fused_aligns_cosines_to_the_evidence_order() -> None:
+    scores = np.asarray([0.5, 0.25, 0.75], dtype=np.float32)
+    assert aligned_scores(["a", "b", "c"], ["a", "b", "c"], scores).tolist() == [0.5, 0.25, 0.75]
+    assert aligned_scores(["c", "x", "a"], ["a", "b", "c"], scores).tolist() == [0.75, -1.0, 0.5]
+    assert aligned_scores(["a"], [], np.zeros(0, dtype=np.float32)).tolist() == [-1.0]

@@ -15,11 +15,20 @@ until the stored documents change: the store reports each document's version
 text, and the index records the versions it was built from. When that
 directory cannot be written (a read-only folder) the index is built in memory
 for the one command.
+
+Checking those versions means reading a row per document, seconds at 100,000
+documents, so a question first asks the store something cheaper: the index
+also records the store's identity and the generation of its change log (the
+one the vector file follows, `vector_changes`, which moves with every write
+or removal of a document, its summary, nodes and path included). When the
+store reports no change since that generation, the kept index is used without
+reading a row; otherwise the versions decide, as before.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from dataclasses import dataclass
@@ -29,6 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from docsum.lexical import terms
+from docsum.paths import replaced_atomically
 from docsum.query.bm25 import BM25_B, BM25_K1, BM25_METHOD, BM25Index
 
 if TYPE_CHECKING:
@@ -37,8 +47,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("docsum")
 
 # Bump when what is indexed, or how it is cut into terms, changes: a kept
-# index from another version is then rebuilt instead of trusted.
-EVIDENCE_VERSION = 2
+# index from another version is then rebuilt instead of trusted. (3: the
+# index keeps its document ids, for the check that reads no rows.)
+EVIDENCE_VERSION = 3
 
 # A document's node evidence is the BM25 of its best few passages, summed: a
 # document that answers a question usually does so in more than one passage,
@@ -126,14 +137,24 @@ def load_evidence(store: DocumentStore) -> DocumentEvidence:
     beside the store when it is current, else built now (and kept)."""
     from docsum.query.retrieve import summary_index_text
 
+    where = cache_dir(store.vectors_file)
+    stamp = _read_stamp(where)
+    # Read before any document, so that a stamp written below is never newer
+    # than what the index holds (an older one only costs a check next time).
+    changes = store.vector_changes(stamp.generation if stamp is not None else 0)
+    now = _Stamp(changes.store_id, changes.generation, "")
+    if stamp is not None and changes.count == 0 and changes.store_id == stamp.store_id:
+        cached = _load_cached(where, stamp.fingerprint, None)
+        if cached is not None:
+            return cached
     versions = store.document_versions()
     digest = hashlib.sha256(f"v{EVIDENCE_VERSION} {BM25_METHOD} {BM25_K1} {BM25_B}\n".encode())
     for doc_id, version in versions:
         digest.update(f"{doc_id}\0{version}\n".encode())
-    fingerprint = digest.hexdigest()
-    where = cache_dir(store.vectors_file)
-    cached = _load_cached(where, fingerprint, [d for d, _ in versions])
+    now.fingerprint = digest.hexdigest()
+    cached = _load_cached(where, now.fingerprint, [d for d, _ in versions])
     if cached is not None:
+        _write_stamp(where, now)  # the next question need not read the versions
         return cached
     docs = {d.doc_id: d for d in store.list_documents()}
     ids = [d for d, _ in versions if d in docs]
@@ -144,14 +165,55 @@ def load_evidence(store: DocumentStore) -> DocumentEvidence:
         [[node_index_text(docs[d].path, docs[d].title, n.text) for n in nodes[d]] for d in ids],
     )
     if ids == [d for d, _ in versions]:  # nothing changed while reading
-        _save_cached(where, fingerprint, evidence)
+        _save_cached(where, now, evidence)
     return evidence
 
 
-def _load_cached(where: Path, fingerprint: str, doc_ids: list[str]) -> DocumentEvidence | None:
+@dataclass
+class _Stamp:
+    """Which index (`fingerprint`) was current at which state of which store."""
+
+    store_id: str
+    generation: int
+    fingerprint: str
+
+
+_STAMP_FILE = "stamp.json"
+
+
+def _read_stamp(where: Path) -> _Stamp | None:
+    try:
+        data = json.loads((where / _STAMP_FILE).read_text())
+        return _Stamp(str(data["store_id"]), int(data["generation"]), str(data["fingerprint"]))
+    except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+
+
+def _write_stamp(where: Path, stamp: _Stamp) -> None:
+    """Best effort, like the index itself."""
+    try:
+        with replaced_atomically(where / _STAMP_FILE) as out:
+            out.write(json.dumps(stamp.__dict__).encode())
+    except OSError as exc:
+        log.debug("could not record the BM25 index's stamp in %s (%s)", where, exc)
+
+
+def _load_cached(where: Path, fingerprint: str, doc_ids: list[str] | None) -> DocumentEvidence | None:
+    """The kept index built with `fingerprint`; its documents are `doc_ids`
+    (None: the ones it recorded)."""
     summaries = BM25Index.load(where / "summaries", fingerprint)
     nodes = BM25Index.load(where / "nodes", fingerprint)
-    if summaries is None or nodes is None or summaries[0].size != len(doc_ids):
+    if summaries is None or nodes is None:
+        return None
+    if doc_ids is None:
+        kept = nodes[1].get("doc_ids")
+        if kept is None or kept.ndim != 1 or kept.dtype.kind != "S":
+            return None
+        try:
+            doc_ids = [raw.decode("utf-8") for raw in kept.tolist()]
+        except UnicodeDecodeError:
+            return None
+    if summaries[0].size != len(doc_ids):
         return None
     owners = nodes[1].get("owners")
     if owners is None or owners.shape != (nodes[0].size,) or (owners.size and (owners.min() < 0 or owners.max() >= len(doc_ids))):
@@ -159,13 +221,16 @@ def _load_cached(where: Path, fingerprint: str, doc_ids: list[str]) -> DocumentE
     return DocumentEvidence(doc_ids, summaries[0], nodes[0], np.asarray(owners, dtype=np.int64))
 
 
-def _save_cached(where: Path, fingerprint: str, evidence: DocumentEvidence) -> None:
+def _save_cached(where: Path, stamp: _Stamp, evidence: DocumentEvidence) -> None:
     """Best effort: a folder docsum cannot write to only costs the next
     question the same indexing again."""
     try:
         where.mkdir(mode=0o700, exist_ok=True)
         os.chmod(where, 0o700)  # the vocabulary of private documents
-        evidence.summaries.save(where / "summaries", fingerprint)
-        evidence.nodes.save(where / "nodes", fingerprint, extra={"owners": evidence.node_owner})
+        evidence.summaries.save(where / "summaries", stamp.fingerprint)
+        ids = np.asarray([d.encode("utf-8") for d in evidence.doc_ids], dtype=bytes) if evidence.doc_ids else np.zeros(0, dtype="S1")
+        evidence.nodes.save(where / "nodes", stamp.fingerprint, extra={"owners": evidence.node_owner, "doc_ids": ids})
     except OSError as exc:
         log.debug("could not keep the BM25 index in %s (%s)", where, exc)
+        return
+    _write_stamp(where, stamp)

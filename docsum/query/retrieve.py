@@ -580,18 +580,25 @@ async def retrieve_fused(llm: LLM, query: str, corpus: SummaryCorpus, top_k: int
     if corpus.embedding_model() not in (None, LEXICAL_EMBED_MODEL):
         ids, cosine, notes = await corpus.embedding_scores(llm, query)
         if not notes:  # a note means the vectors were unusable and lexical stood in
-            row = {doc_id: i for i, doc_id in enumerate(ids)}
-            aligned = np.full(len(evidence.doc_ids), -1.0, dtype=np.float32)
-            for i, doc_id in enumerate(evidence.doc_ids):
-                if doc_id in row:
-                    aligned[i] = cosine[row[doc_id]]
-            signals["summary_cosine"] = aligned
+            signals["summary_cosine"] = aligned_scores(evidence.doc_ids, ids, cosine)
     fused = reciprocal_rank_fusion(list(signals.values()))
     # Ties in the fusion (first by one signal, second by the other) go to the
     # document whose best passages match best: answers are read from nodes.
     order = np.lexsort((-found.summary, -found.best_nodes, -fused))
     ranked = _kept_candidates(corpus, evidence.doc_ids, order, fused, signals, "fused", keep, top_k)
     return _choose("fused", ranked, top_k, notes)
+
+
+def aligned_scores(doc_ids: list[str], ids: list[str], scores: np.ndarray) -> np.ndarray:
+    """`scores` (one per `ids`) reordered to follow `doc_ids`; -1 for a
+    document `ids` lacks. Vectorised: at 100,000 documents a Python loop
+    assigning scores one by one costs a noticeable share of a question."""
+    if ids == doc_ids:
+        return np.asarray(scores, dtype=np.float32)
+    row = {doc_id: i for i, doc_id in enumerate(ids)}
+    where = np.fromiter((row.get(d, -1) for d in doc_ids), dtype=np.int64, count=len(doc_ids))
+    found = np.asarray(scores, dtype=np.float32)[np.maximum(where, 0)] if len(ids) else np.zeros(len(doc_ids), dtype=np.float32)
+    return np.where(where >= 0, found, np.float32(-1.0)).astype(np.float32)
 
 
 async def choose_with_llm(
