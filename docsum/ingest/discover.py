@@ -40,6 +40,9 @@ class FoundFile:
     path: Path  # absolute (not resolved: a followed symlink keeps its own path)
     root: Path  # build root it was found under (absolute, resolved)
     relpath: str  # POSIX path relative to root, printable (see printable_name); a file named directly: its name
+    # The file's stat (through a symlink) as the walk saw it: a rebuild
+    # compares size and time without a second stat per file.
+    stat: os.stat_result | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,7 @@ class _Candidate:
     root: Path
     resolved: str
     via_symlink: bool
+    stat: os.stat_result
 
 
 class _Walker:
@@ -179,14 +183,14 @@ class _Walker:
         self.protected.append(shown)
 
     def add_file(self, path: Path, root: Path, relpath: str, resolved: str, via_symlink: bool, st: os.stat_result) -> None:
-        if kind_for(path) is None:
+        if kind_for(relpath) is None:
             self.skip(relpath, "unsupported")
             return
         if not stat.S_ISREG(st.st_mode):
             # A FIFO or device named *.txt would block or never end on read.
             self.errors.append(LoadError(printable_name(str(path)), "not a regular file"))
             return
-        self.candidates.append(_Candidate(printable_name(relpath), path, root, resolved, via_symlink))
+        self.candidates.append(_Candidate(printable_name(relpath), path, root, resolved, via_symlink, st))
 
     def excluded(self, relpath: str, entry: os.DirEntry[str]) -> bool:
         if self.exclude is None:
@@ -229,7 +233,7 @@ class _Walker:
                     if not (prefix == "" and entry.name == IGNORE_FILE):  # settings, not content
                         self.skip(relpath + "/" if _entry_is_dir(entry, follow=False) else relpath, "hidden")
                     continue
-                path = Path(entry.path)
+                path = directory / entry.name
                 # Before anything else: an excluded entry is never opened,
                 # followed or reported on.
                 if self.excluded(relpath, entry):
@@ -366,7 +370,7 @@ def discover(paths: list[Path], follow_symlinks: bool = False, exclude: list[str
             walker.errors.append(LoadError(cand.relpath, "file name is not valid UTF-8 and its printable form is taken by another file"))
             continue
         keys.add((str(cand.root), cand.relpath))
-        files.append(FoundFile(cand.path, cand.root, cand.relpath))
+        files.append(FoundFile(cand.path, cand.root, cand.relpath, cand.stat))
     files.sort(key=lambda f: (f.relpath, str(f.root)))
     skipped_files = walker.skipped_files
     return Discovery(

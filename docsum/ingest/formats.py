@@ -6,6 +6,7 @@ read it, so the two can never disagree.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 SUPPORTED_SUFFIXES: dict[str, str] = {
@@ -21,6 +22,12 @@ SUPPORTED_SUFFIXES: dict[str, str] = {
 }
 
 
-def kind_for(path: Path) -> str | None:
-    """The document kind for ``path``'s suffix, or None when docsum does not read it."""
+def kind_for(path: Path | str) -> str | None:
+    """The document kind for ``path``'s suffix, or None when docsum does not read it.
+    A string is split as text (a walk over 100,000 files need not parse a Path
+    for each just to read its suffix)."""
+    if isinstance(path, str):
+        suffix = os.path.splitext(path)[1]
+        # pathlib's rule: a name ending in "." has no suffix.
+        return SUPPORTED_SUFFIXES.get(suffix.lower()) if len(suffix) > 1 else None
     return SUPPORTED_SUFFIXES.get(path.suffix.lower())
