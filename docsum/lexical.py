@@ -14,8 +14,10 @@ import hashlib
 import math
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads when vectors are made or scored: `config show` names the model only
+    import numpy as np
 
 LEXICAL_EMBED_MODEL = "docsum-lexical-v1"
 LEXICAL_DIM = 4096
@@ -136,6 +138,8 @@ def _bucket(term: str) -> int:
 
 def lexical_vectors(texts: list[str]) -> np.ndarray:
     """Hashed log-count vectors, L2-normalised, one row per text."""
+    import numpy as np
+
     matrix = np.zeros((len(texts), LEXICAL_DIM), dtype=np.float32)
     for row, text in enumerate(texts):
         for term, count in Counter(terms(text)).items():
@@ -147,6 +151,8 @@ def lexical_vectors(texts: list[str]) -> np.ndarray:
 
 def idf_weights(matrix: np.ndarray) -> np.ndarray:
     """Smoothed inverse document frequency per bucket over the rows of `matrix`."""
+    import numpy as np
+
     n = max(1, matrix.shape[0])
     df = np.count_nonzero(matrix > 0, axis=0).astype(np.float32)
     return np.log((n + 1.0) / (df + 1.0)).astype(np.float32) + 1.0
@@ -154,6 +160,8 @@ def idf_weights(matrix: np.ndarray) -> np.ndarray:
 
 def lexical_scores(query_vec: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """Cosine similarity after IDF weighting, one score per row, in [0, 1]."""
+    import numpy as np
+
     if matrix.size == 0:
         return np.zeros(0, dtype=np.float32)
     weights = idf_weights(matrix)

@@ -22,9 +22,10 @@ import os
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy loads when a text is embedded, not when `config show` names the model
+    import numpy as np
 
 from docsum.errors import ConfigError
 
@@ -129,10 +130,14 @@ class LocalEmbedder:
     def embed(self, texts: list[str]) -> np.ndarray:
         """One L2-normalised float32 row of 384 per text (mean of the token
         vectors, as the model was trained)."""
+        import numpy as np
+
         rows = [self._embed_batch(texts[i : i + BATCH_SIZE]) for i in range(0, len(texts), BATCH_SIZE)]
         return np.vstack(rows) if rows else np.zeros((0, DIMENSIONS), dtype=np.float32)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         # Control characters and lone surrogates from documents are not the
         # tokenizer's business: it gets valid text.
         clean = [t.encode("utf-8", "replace").decode("utf-8") if t.strip() else "[UNK]" for t in texts]
