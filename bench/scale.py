@@ -1,29 +1,37 @@
 """Scale benchmark (issue 12): docsum at 1,000, 10,000 and 100,000 documents,
 the current tree beside an older docsum ("before"), one configuration after
-another, against the project's fake server (bench/fakeserver.py).
+another, against the project's fake server (bench/fakeserver.py). Needs only
+a clone: the corpora are generated.
 
-    git worktree add /tmp/docsum-before 4e85059          # the "before" tree (outside the repo)
+    mkdir /tmp/docsum-before && git archive REV | tar -x -C /tmp/docsum-before   # the "before" tree
     .venv/bin/python bench/scale.py all                  # every stage; JSON in bench/results/scale/
     .venv/bin/python bench/scale.py ask --sizes 1000     # one stage, one size
     .venv/bin/python bench/scale.py tables               # print the Markdown tables
 
 Stages:
-  corpus   N generated documents of about 150 words (cached in --work)
-  build    build N documents at 0 ms latency, --concurrency 16: wall time, peak
-           RSS, store and vector file size, the time per document, then the
-           unchanged rebuild's wall time
-  ask      `docsum ask` as a whole process, median of 5 (after one warm-up),
-           peak RSS; embedding and hybrid retrieval; before and after on the
-           same documents (the before store is a copy of the built store taken
-           back to the schema the older docsum reads)
-  cold     start-up: `docsum --help`, an offline ask and a server-backed ask on
-           sample_data, median of 10; before and after
-  batch    100 questions: one `ask --questions` process against 100 processes
-  bound    builds of 100 and 1,000 documents at 300 ms per request,
-           --concurrency 16, before and after, against ceil(N / 16) x 0.3 s
+  corpus     N generated documents of about 150 words (cached in --work)
+  build      build N documents at 0 ms latency, --concurrency 16: wall and CPU
+             time, peak RSS, store and vector file size, the time per
+             document, then the unchanged rebuild's wall time
+  replicate  a store for corpus-N made in seconds from the built 1,000 (see
+             stage_replicate), where a build through the server takes long
+  unchanged  the unchanged rebuild of corpus-N, each tree on its own copy
+  window     a build of N new documents stopped after --window seconds
+  ask        `docsum ask` as a whole process, median of --runs (after one
+             warm-up), wall and CPU time, peak RSS; --retrievers (embedding,
+             hybrid and fused); each tree on its own copy of the store
+  cold       start-up: `docsum --help`, an offline and a server-backed ask,
+             show and config show on sample_data, median of --cold-runs,
+             the trees alternated run by run
+  batch      100 questions: one `ask --questions` process against 100 processes
+  bound      builds of 100 and 1,000 documents at 300 ms per request,
+             --concurrency 16, before and after, against ceil(N / 16) x 0.3 s
+             (and that plus the start-up, the same build unchanged)
 
-Both trees run with this interpreter (`python -m cli.main` from the tree), so
-only docsum's own code differs. Peak RSS comes from wait4's rusage.
+Both trees run with this interpreter (`python -m cli.main` from the tree,
+modules compiled first), so only docsum's own code differs. Peak RSS and CPU
+time come from wait4's rusage; on a machine other work shares, CPU time is
+the fairer comparison and wall time is reported beside it.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +71,26 @@ def loadavg() -> str:
         return " ".join(fh.read().split()[:3])
 
 
-def run(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None = None) -> tuple[float, float, int, bytes, bytes]:
-    """(seconds, peak RSS MiB, exit code, stdout, stderr) of one whole process
-    (reaped with wait4 here, which gives the child's own peak RSS)."""
+@dataclass
+class Proc:
+    """One whole process: wall seconds, CPU seconds (user + system, its own
+    and its children's: fair to compare on a loaded machine, where wall time
+    is not), peak RSS in MiB (wait4's rusage), exit code, output."""
+
+    seconds: float
+    cpu: float
+    rss: float
+    code: int
+    out: bytes
+    err: bytes
+
+    def __iter__(self) -> Iterator[Any]:  # (seconds, rss, code, out, err), as the stages unpack it
+        return iter((self.seconds, self.rss, self.code, self.out, self.err))
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None = None) -> Proc:
+    """One whole process, reaped with wait4 here (which gives the child's own
+    peak RSS and CPU time)."""
     with tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as errors:
         given.write(stdin or b"")
         given.seek(0)
@@ -74,22 +101,27 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None = N
         _pid, status, usage = os.wait4(proc.pid, 0)
         errors.seek(0)
         err = errors.read()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - started, usage.ru_maxrss / 1024.0, proc.returncode, out, err
+    return Proc(time.perf_counter() - started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0,
+                os.waitstatus_to_exitcode(status), out, err)
 
 
 class Tree:
-    """One docsum source tree run as `python -m cli.main` from its folder."""
+    """One docsum source tree run as `python -m cli.main` from its folder,
+    with its modules compiled first, as an installed package has them (a
+    PYTHONDONTWRITEBYTECODE environment would otherwise recompile docsum in
+    every process and add tenths of a second to each start)."""
 
     def __init__(self, name: str, path: Path, home: Path) -> None:
         self.name, self.path = name, path
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCSUM_", "OPENAI_"))}
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("DOCSUM_", "OPENAI_")) and k not in ("PYTHONDONTWRITEBYTECODE", "OPENBLAS_NUM_THREADS")}
         self.env.update({"DOCSUM_HOME": str(home / name), "PYTHONPATH": str(path), "NO_COLOR": "1"})
+        subprocess.run([PY, "-m", "compileall", "-q", "docsum", "cli"], cwd=path, env=self.env, check=True, stdout=subprocess.DEVNULL)
 
-    def docsum(self, *args: str | Path, stdin: bytes | None = None, check: bool = True) -> tuple[float, float, int, bytes, bytes]:
+    def docsum(self, *args: str | Path, stdin: bytes | None = None, check: bool = True) -> Proc:
         result = run([PY, "-m", "cli.main", *map(str, args)], self.path, self.env, stdin)
-        if check and result[2] not in (0, 5):
-            raise SystemExit(f"{self.name}: docsum {' '.join(map(str, args))[:200]} exited {result[2]}:\n{result[4].decode()[-3000:]}")
+        if check and result.code not in (0, 5):
+            raise SystemExit(f"{self.name}: docsum {' '.join(map(str, args))[:200]} exited {result.code}:\n{result.err.decode()[-3000:]}")
         return result
 
 
@@ -215,20 +247,24 @@ def stage_build(args: argparse.Namespace, after: Tree, n: int) -> None:
         old.unlink()
     with Server(0.0) as server:
         load = loadavg()
-        seconds, rss, code, out, err = after.docsum("build", corpus, "--store", store, *server_flags(server.url),
-                                                    "--concurrency", "16", "-q", "--json")
+        first = after.docsum("build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json")
+        seconds, rss, code, out, err = first
         report = json.loads(out)
-        again_s, again_rss, _, again_out, _ = after.docsum("build", corpus, "--store", store, *server_flags(server.url),
-                                                           "--concurrency", "16", "-q", "--json")
+        again = after.docsum("build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json")
+        again_s, again_rss, _, again_out, _ = again
     vectors = Path(str(store) + ".vectors")
     save(f"build-{n}", {
         "documents": n, "loadavg_before": load, "loadavg_after": loadavg(), "wall_s": round(seconds, 2),
-        "per_doc_ms": round(seconds / n * 1000, 2), "peak_rss_mib": round(rss, 1), "exit": code,
+        # The server answers at once (0 ms): all of the time per document is
+        # docsum's overhead around its LLM call (and the server's own CPU,
+        # which shares the machine).
+        "per_doc_ms": round(seconds / n * 1000, 2), "cpu_s": round(first.cpu, 1),
+        "cpu_per_doc_ms": round(first.cpu / n * 1000, 2), "peak_rss_mib": round(rss, 1), "exit": code,
         "counts": report["documents"], "llm_calls": report["usage"]["llm_calls"],
         "embedding_calls": report["usage"]["embedding_calls"],
         "store_mib": round(store.stat().st_size / 2**20, 1),
         "vectors_mib": round(vectors.stat().st_size / 2**20, 1) if vectors.exists() else None,
-        "unchanged_wall_s": round(again_s, 2), "unchanged_peak_rss_mib": round(again_rss, 1),
+        "unchanged_wall_s": round(again_s, 2), "unchanged_cpu_s": round(again.cpu, 2), "unchanged_peak_rss_mib": round(again_rss, 1),
         "unchanged_counts": json.loads(again_out)["documents"],
     })
 
@@ -268,69 +304,120 @@ def stage_window(args: argparse.Namespace, after: Tree, n: int) -> None:
                          "loadavg_before": load, "loadavg_after": loadavg()})
 
 
-def stage_unchanged(args: argparse.Namespace, after: Tree, n: int) -> None:
-    """The unchanged rebuild alone (of a replicated store): wall time and peak RSS."""
+def stage_unchanged(args: argparse.Namespace, trees: list[Tree], n: int) -> None:
+    """The unchanged rebuild alone (of a replicated store), each tree on its
+    own copy: wall time, CPU time and peak RSS."""
     corpus = make_corpus(args.work, n)
     store = args.work / f"store-{n}.sqlite"
+    rows = []
     with Server(0.0) as server:
         load = loadavg()
-        seconds, rss, code, out, _ = after.docsum("build", corpus, "--store", store, *server_flags(server.url),
-                                                  "--concurrency", "16", "-q", "--json")
+        for tree in trees:
+            if tree.name != "after":
+                # The older tree gets its own copy (its build may rewrite rows).
+                copy = store_for(tree, store)
+            done = tree.docsum("build", corpus, "--store", store if tree.name == "after" else copy,
+                               *server_flags(server.url), "--concurrency", "16", "-q", "--json")
+            rows.append({"tree": tree.name, "wall_s": round(done.seconds, 2), "cpu_s": round(done.cpu, 2),
+                         "peak_rss_mib": round(done.rss, 1), "exit": done.code,
+                         "counts": json.loads(done.out)["documents"], "loadavg": loadavg()})
+            print(f"[scale] unchanged {n} {tree.name}: {done.seconds:.1f} s, cpu {done.cpu:.1f} s", file=sys.stderr)
+    seconds, rss, code, out, _ = done
     report = json.loads(out)
-    save(f"unchanged-{n}", {"documents": n, "wall_s": round(seconds, 2), "peak_rss_mib": round(rss, 1), "exit": code,
+    save(f"unchanged-{n}", {"documents": n, "rows": rows, "wall_s": round(seconds, 2), "peak_rss_mib": round(rss, 1), "exit": code,
                             "counts": report["documents"], "llm_calls": report["usage"]["llm_calls"],
                             "loadavg_before": load, "loadavg_after": loadavg()})
 
 
+def store_for(tree: Tree, store: Path) -> Path:
+    """The store `tree` asks: `store` itself for this tree; for the older
+    tree a copy of its own (each keeps its own vector file and BM25 index
+    beside its store, in its own format), taken back to schema 2 when that
+    tree predates the vector file."""
+    if tree.name == "after":
+        return store
+    copy = store.with_name(store.stem + f"-{tree.name}.sqlite")
+    if copy.exists() and copy.stat().st_mtime >= store.stat().st_mtime:
+        return copy
+    for old in store.parent.glob(copy.name + "*"):
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
+    if any((tree.path / "docsum" / sub).exists() for sub in ("vectors.py", "store/vectors.py")):
+        conn = sqlite3.connect(store)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        shutil.copy(store, copy)
+    else:
+        take_back_to_v2(store, copy)
+    return copy
+
+
 def stage_ask(args: argparse.Namespace, trees: list[Tree], n: int) -> None:
+    """`docsum ask` as whole processes: the first run of each (tree,
+    retriever) is a warm-up (it may build the BM25 index or the vector file),
+    then --runs timed runs, each a different question."""
     store = args.work / f"store-{n}.sqlite"
     if not store.exists():
-        raise SystemExit(f"no {store}: run the build stage for {n} first")
-    before_store = args.work / f"store-{n}-before.sqlite"
-    take_back_to_v2(store, before_store)
+        raise SystemExit(f"no {store}: run the build (or replicate) stage for {n} first")
     rows = []
     with Server(0.0) as server:
-        for retriever in ("embedding", "hybrid"):
+        for retriever in args.retrievers.split(","):
             for tree in trees:
-                path = store if tree.name == "after" else before_store
-                times, peaks = [], []
+                path = store_for(tree, store)
+                times, cpus, peaks = [], [], []
                 for run_no in range(args.runs + 1):
                     q = question_for((run_no * 7919) % n)
-                    seconds, rss, code, out, err = tree.docsum("ask", q, "--store", path, *server_flags(server.url),
-                                                               "--retriever", retriever, "--json")
-                    if run_no:  # the first run warms the page cache
-                        times.append(seconds)
-                        peaks.append(rss)
+                    done = tree.docsum("ask", q, "--store", path, *server_flags(server.url), "--retriever", retriever, "--json")
+                    if run_no:
+                        times.append(done.seconds)
+                        cpus.append(done.cpu)
+                        peaks.append(done.rss)
                 rows.append({"documents": n, "retriever": retriever, "tree": tree.name, "loadavg": loadavg(),
                              "median_s": round(statistics.median(times), 3), "all_s": [round(t, 3) for t in times],
-                             "peak_rss_mib": round(max(peaks), 1), "exit": code,
-                             "documents_found": [d["path"] for d in json.loads(out)["documents"]]})
-                print(f"[scale] ask {n} {retriever} {tree.name}: {rows[-1]['median_s']} s {rows[-1]['peak_rss_mib']} MiB", file=sys.stderr)
+                             "median_cpu_s": round(statistics.median(cpus), 3), "all_cpu_s": [round(t, 3) for t in cpus],
+                             "peak_rss_mib": round(max(peaks), 1), "exit": done.code,
+                             "documents_found": [d["path"] for d in json.loads(done.out)["documents"]]})
+                print(f"[scale] ask {n} {retriever} {tree.name}: {rows[-1]['median_s']} s, cpu {rows[-1]['median_cpu_s']} s, "
+                      f"{rows[-1]['peak_rss_mib']} MiB", file=sys.stderr)
     save(f"ask-{n}", {"rows": rows})
 
 
 def stage_cold(args: argparse.Namespace, trees: list[Tree]) -> None:
-    rows = []
+    """Start-up on sample_data: --help, an offline ask, a server-backed ask,
+    show and config show; --cold-runs timed runs each after one warm-up,
+    the trees alternated run by run so load drifts hit both alike."""
     question = "How much did Brindle & Daughter pay for the oven, and when was the auction?"
+    commands: dict[str, dict[str, list[str | Path]]] = {}
     with Server(0.0) as server:
         for tree in trees:
             offline = args.work / f"sample-offline-{tree.name}.sqlite"
             served = args.work / f"sample-server-{tree.name}.sqlite"
             for old in list(args.work.glob(f"sample-*-{tree.name}.sqlite*")):
-                old.unlink()
+                shutil.rmtree(old) if old.is_dir() else old.unlink()
             tree.docsum("build", REPO / "sample_data" / "docs", "--store", offline, "--llm", "extractive", "-q")
             tree.docsum("build", REPO / "sample_data" / "docs", "--store", served, *server_flags(server.url), "-q")
-            commands = {
+            commands[tree.name] = {
                 "help": ["--help"],
                 "ask-offline": ["ask", question, "--store", offline, "--llm", "extractive", "--no-stream"],
                 "ask-server": ["ask", question, "--store", served, *server_flags(server.url), "--no-stream"],
+                "show": ["show", "library_renovation_fact_sheet.pdf", "--store", offline],
+                "config-show": ["config", "show"],
             }
-            for name, argv in commands.items():
-                tree.docsum(*argv)
-                times = [tree.docsum(*argv)[0] for _ in range(args.cold_runs)]
+        rows = []
+        for name in commands[trees[0].name]:
+            measured: dict[str, list[Proc]] = {tree.name: [] for tree in trees}
+            for tree in trees:
+                tree.docsum(*commands[tree.name][name])  # warm-up: page cache, the BM25 index, the tokenizer table
+            for _ in range(args.cold_runs):
+                for tree in trees:
+                    measured[tree.name].append(tree.docsum(*commands[tree.name][name]))
+            for tree in trees:
+                times = [m.seconds for m in measured[tree.name]]
+                cpus = [m.cpu for m in measured[tree.name]]
                 rows.append({"command": name, "tree": tree.name, "median_s": round(statistics.median(times), 3),
-                             "min_s": round(min(times), 3), "max_s": round(max(times), 3), "loadavg": loadavg()})
-                print(f"[scale] cold {name} {tree.name}: {rows[-1]['median_s']} s", file=sys.stderr)
+                             "min_s": round(min(times), 3), "max_s": round(max(times), 3),
+                             "median_cpu_s": round(statistics.median(cpus), 3), "min_cpu_s": round(min(cpus), 3),
+                             "loadavg": loadavg()})
+                print(f"[scale] cold {name} {tree.name}: {rows[-1]['median_s']} s, cpu {rows[-1]['median_cpu_s']} s", file=sys.stderr)
     save("cold", {"rows": rows})
 
 
@@ -366,10 +453,15 @@ def stage_bound(args: argparse.Namespace, trees: list[Tree]) -> None:
                 store = args.work / f"bound-{n}-{tree.name}.sqlite"
                 for old in args.work.glob(store.name + "*"):
                     old.unlink()
-                seconds, rss, code, out, _ = tree.docsum("build", corpus, "--store", store, *server_flags(server.url),
-                                                         "--concurrency", "16", "-q", "--json")
+                done = tree.docsum("build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json")
+                seconds, rss, code, out, _ = done
                 report = json.loads(out)
-                rows.append({"documents": n, "tree": tree.name, "wall_s": round(seconds, 2), "bound_s": round(bound, 2),
+                # Start-up: the same build again, every file unchanged (imports,
+                # store, walk; no call).
+                startup = tree.docsum("build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q").seconds
+                rows.append({"documents": n, "tree": tree.name, "wall_s": round(seconds, 2), "cpu_s": round(done.cpu, 2),
+                             "startup_s": round(startup, 2), "ratio_to_bound_plus_startup": round(seconds / (bound + startup), 2),
+                             "peak_rss_mib": round(rss, 1), "bound_s": round(bound, 2),
                              "ratio_to_bound": round(seconds / bound, 2), "llm_calls": report["usage"]["llm_calls"],
                              "embedding_calls": report["usage"]["embedding_calls"], "loadavg": loadavg()})
                 print(f"[scale] bound {n} {tree.name}: {seconds:.1f} s against {bound:.1f} s", file=sys.stderr)
@@ -381,42 +473,52 @@ def tables() -> None:
         path = RESULTS / f"{name}.json"
         return json.loads(path.read_text()) if path.exists() else None
 
-    print("| documents | retriever | before: median s | after: median s | ratio | before: peak MiB | after: peak MiB |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
-    for n in (1000, 10000, 100000):
-        data = load(f"ask-{n}")
-        if not data:
+    def ratio(a: float, b: float) -> str:
+        return f"{a / b:.1f}x" if b else "-"
+
+    asks = {n: load(f"ask-{n}") for n in (1000, 10000, 100000)}
+    print("| documents | retriever | before: median s | after: median s | before: CPU s | after: CPU s | CPU before / after | before: peak MiB | after: peak MiB |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    by: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for n, data in asks.items():
+        for r in (data or {}).get("rows", []):
+            by[(n, r["retriever"], r["tree"])] = r
+    for n, retriever in sorted({(n, r) for n, r, _ in by}, key=lambda k: (k[1], k[0])):
+        b, a = by.get((n, retriever, "before")), by.get((n, retriever, "after"))
+        if a is None:
             continue
-        for retriever in ("embedding", "hybrid"):
-            by = {r["tree"]: r for r in data["rows"] if r["retriever"] == retriever}
-            if "before" in by and "after" in by:
-                b, a = by["before"], by["after"]
-                print(f"| {n:,} | {retriever} | {b['median_s']:.2f} | {a['median_s']:.2f} | {b['median_s'] / a['median_s']:.1f}x | "
-                      f"{b['peak_rss_mib']:.0f} | {a['peak_rss_mib']:.0f} |")
-            elif "after" in by:
-                a = by["after"]
-                print(f"| {n:,} | {retriever} | - | {a['median_s']:.2f} | - | - | {a['peak_rss_mib']:.0f} |")
+        cells = [f"{b['median_s']:.2f}" if b else "-", f"{a['median_s']:.2f}", f"{b['median_cpu_s']:.2f}" if b else "-",
+                 f"{a['median_cpu_s']:.2f}", ratio(b["median_cpu_s"], a["median_cpu_s"]) if b else "-",
+                 f"{b['peak_rss_mib']:.0f}" if b else "-", f"{a['peak_rss_mib']:.0f}"]
+        print(f"| {n:,} | {retriever} | " + " | ".join(cells) + " |")
+    print("\nGrowth from 1,000 to 100,000 documents (median wall and CPU seconds):\n")
+    print("| retriever | tree | wall growth s | CPU growth s |\n|---|---|---:|---:|")
+    for retriever in sorted({r for _, r, _ in by}):
+        for tree in ("before", "after"):
+            small, large = by.get((1000, retriever, tree)), by.get((100000, retriever, tree))
+            if small and large:
+                print(f"| {retriever} | {tree} | {large['median_s'] - small['median_s']:+.2f} | "
+                      f"{large['median_cpu_s'] - small['median_cpu_s']:+.2f} |")
     cold = load("cold")
     if cold:
-        print("\n| start-up | before: median s | after: median s | ratio |\n|---|---:|---:|---:|")
-        for name in ("help", "ask-offline", "ask-server"):
-            by = {r["tree"]: r for r in cold["rows"] if r["command"] == name}
-            if "before" in by and "after" in by:
-                print(f"| {name} | {by['before']['median_s']:.3f} | {by['after']['median_s']:.3f} | "
-                      f"{by['before']['median_s'] / by['after']['median_s']:.2f}x |")
+        print("\n| start-up | before: median s | after: median s | before: CPU s | after: CPU s | after: min s |\n|---|---:|---:|---:|---:|---:|")
+        names = list(dict.fromkeys(r["command"] for r in cold["rows"]))
+        for name in names:
+            rows = {r["tree"]: r for r in cold["rows"] if r["command"] == name}
+            b, a = rows.get("before"), rows.get("after")
+            if a:
+                print(f"| {name} | {b['median_s'] if b else '-'} | {a['median_s']} | {b.get('median_cpu_s', '-') if b else '-'} | "
+                      f"{a.get('median_cpu_s', '-')} | {a['min_s']} |")
     bound = load("bound")
     if bound:
-        print("\n| documents | tree | wall s | bound s | wall / bound | LLM calls | embedding calls |\n|---:|---|---:|---:|---:|---:|---:|")
+        print("\n| documents | tree | wall s | CPU s | bound s | start-up s | wall / bound | wall / (bound + start-up) |\n|---:|---|---:|---:|---:|---:|---:|---:|")
         for r in bound["rows"]:
-            print(f"| {r['documents']:,} | {r['tree']} | {r['wall_s']:.1f} | {r['bound_s']:.1f} | {r['ratio_to_bound']:.2f} | "
-                  f"{r['llm_calls']} | {r['embedding_calls']} |")
-    for n in (1000, 10000, 100000):
-        data = load(f"build-{n}")
+            print(f"| {r['documents']:,} | {r['tree']} | {r['wall_s']:.1f} | {r.get('cpu_s', '-')} | {r['bound_s']:.1f} | "
+                  f"{r.get('startup_s', '-')} | {r['ratio_to_bound']:.2f} | {r.get('ratio_to_bound_plus_startup', '-')} |")
+    for name in ("build-1000", "build-10000", "build-100000", "unchanged-100000", "window-100000", "batch"):
+        data = load(name)
         if data:
-            print(f"\nbuild {n:,}: {json.dumps(data)}")
-    batch = load("batch")
-    if batch:
-        print(f"\nbatch: {json.dumps(batch)}")
+            print(f"\n{name}: {json.dumps(data)}")
 
 
 def main() -> None:
@@ -426,6 +528,7 @@ def main() -> None:
     parser.add_argument("--before", type=Path, default=Path(os.environ.get("DOCSUM_BEFORE", "/tmp/docsum-before")))
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("SCALE_WORK", "/tmp/bench-scale")))
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--retrievers", default="embedding,hybrid,fused", help="retrievers the ask stage times")
     parser.add_argument("--cold-runs", type=int, default=10)
     parser.add_argument("--batch-sample", type=int, default=100, help="processes timed for the one-per-question side of batch")
     parser.add_argument("--window", type=float, default=600.0, help="seconds the window stage builds before SIGINT")
@@ -454,7 +557,7 @@ def main() -> None:
                 stage_window(args, after, n)
         elif stage == "unchanged":
             for n in sizes:
-                stage_unchanged(args, after, n)
+                stage_unchanged(args, trees, n)
         elif stage == "ask":
             for n in sizes:
                 stage_ask(args, trees, n)
