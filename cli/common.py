@@ -14,17 +14,15 @@ import sqlite3
 import sys
 import traceback
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Optional, TypeVar
 
 import typer
 from typer.core import TyperArgument, TyperCommand
 
-from docsum.config import Settings, load_settings, make_llm
+from docsum.config import Settings, load_settings, make_llm, store_location
 from docsum.errors import DocsumError, ExitCode, Interrupted
-from docsum.paths import data_dir, resolve_store_path, validate_index_name
 from docsum.settings import EVERY_COMMAND, Setting, for_command
-from docsum.store.base import StoreLocation, is_postgres, location_secrets
+from docsum.store.base import StoreLocation, location_secrets
 
 from .env import Environment, configure_logging
 
@@ -47,21 +45,8 @@ class Common:
         return bool(self.settings.json)
 
     def store_path(self) -> StoreLocation:
-        """The store a command uses, by one rule: --store, else --index, else
-        $DOCSUM_STORE, else `store` in config.toml, else the default index.
-        (A postgresql:// URL stays a string: Path would fold its "//".)"""
-        settings = self.settings
-        if settings.index is not None:
-            # Validated even when --store wins: a typo is reported, not ignored.
-            validate_index_name(settings.index)
-        if settings.given("store"):
-            return _location(str(settings.store))
-        if settings.index:
-            # An explicit --index beats $DOCSUM_STORE: flags win over the environment.
-            return data_dir() / "indexes" / f"{validate_index_name(settings.index)}.sqlite"
-        if settings.store:  # $DOCSUM_STORE, else config.toml
-            return _location(str(settings.store))
-        return resolve_store_path(None, None)
+        """The store this command uses (docsum.config.store_location: one rule for every command)."""
+        return store_location(self.settings)
 
     def llm(self) -> LLM:
         """The engine the settings select. Its notice (the offline engine, a
@@ -78,10 +63,6 @@ class Common:
         if self._notice:
             self.env.info(self._notice)
             self._notice = None
-
-
-def _location(text: str) -> StoreLocation:
-    return text.strip() if is_postgres(text) else Path(text).expanduser()
 
 
 def _option(setting: Setting) -> inspect.Parameter:
@@ -144,9 +125,8 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
         for secret in settings.secret_values():
             env.secrets.add(secret)
         common = Common(env, settings)
-        with contextlib.suppress(ValueError):  # a bad --index is reported by the command itself
-            for secret in location_secrets(common.store_path()):
-                env.secrets.add(secret)
+        for secret in location_secrets(common.store_path()):
+            env.secrets.add(secret)
         code = func(common=common, **kwargs) or ExitCode.OK
     except Interrupted as exc:
         name = "SIGTERM" if exc.exit_code == ExitCode.SIGTERM else "SIGINT"

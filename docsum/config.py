@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from docsum.errors import ConfigError
-from docsum.paths import config_dir
+from docsum.paths import config_dir, index_store_path
 from docsum.sanitize import credential_secrets, mask_url
 from docsum.settings import SETTING_BY_NAME, SETTINGS, Limits, Setting, default
 
 if TYPE_CHECKING:  # the engines, the pipeline and the question code load when a command uses them
+    from docsum.store.base import StoreLocation
     from docsum.build.pipeline import BuildOptions
     from docsum.models.llm import LLM
     from docsum.query.ask import AskOptions
@@ -156,6 +157,24 @@ def _parse_value(setting: Setting, value: Any, where: str) -> Any:
         return setting.check(value)
     except ValueError as exc:
         raise ConfigError(f"{where}: bad value for {setting.name}: {exc}") from None
+
+
+def store_location(settings: Settings) -> StoreLocation:
+    """The store a command uses, by one rule for every command: --store, else
+    --index NAME, else $DOCSUM_STORE, else `store` in config.toml, else the
+    index "default". (A postgresql:// URL stays a string: Path would fold its "//".)"""
+    from docsum.store.base import is_postgres
+
+    if settings.store and settings.given("store"):
+        chosen = str(settings.store)
+    elif settings.index:
+        # An explicit --index beats $DOCSUM_STORE: flags win over the environment.
+        return index_store_path(settings.index)
+    elif settings.store:  # $DOCSUM_STORE, else config.toml
+        chosen = str(settings.store)
+    else:
+        return index_store_path("default")
+    return chosen.strip() if is_postgres(chosen) else Path(chosen).expanduser()
 
 
 def engine_choice(settings: Settings) -> str:

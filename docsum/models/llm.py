@@ -32,12 +32,12 @@ from docsum.models.prompts import PromptTemplate
 from docsum.models.tokens import Tokenizer, tokenizer_for_model
 from docsum.sanitize import Redactor, credential_secrets, url_credentials, url_without_credentials
 from docsum.schema import CallRecord
-from docsum.settings import DEFAULT_LIMITS, Limits, default
+from docsum.settings import DEFAULT_LIMITS, FALLBACK_CONTEXT_WINDOW, Limits, default
 
 log = logging.getLogger("docsum")
 
-DEFAULT_CONTEXT_WINDOW = 3900  # the reference system's default when a model is unknown
-DEFAULT_NUM_OUTPUT = 256
+DEFAULT_CONTEXT_WINDOW = FALLBACK_CONTEXT_WINDOW
+DEFAULT_NUM_OUTPUT = default("max_output_tokens")
 
 # Context windows of models people commonly point docsum at. Prefix match, longest first.
 KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
