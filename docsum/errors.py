@@ -101,4 +101,7 @@ def os_reason(exc: OSError) -> str:
         return "is a directory, not a file"
     if exc.errno == errno.ELOOP:
         return "symlink loop"
+    if isinstance(exc, FileExistsError) or exc.errno == errno.ENOTDIR:
+        # Creating a folder (or a file below one) where a file stands.
+        return "a file is in the way: not a folder"
     return one_line(exc.strerror or str(exc) or type(exc).__name__, 80).lower()

@@ -67,14 +67,6 @@ def config_dir() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
 
 
-def cache_dir() -> Path:
-    """Directory for caches (extracted text): $DOCSUM_HOME/cache, else the platform's user cache dir."""
-    home = docsum_home()
-    if home is not None:
-        return home / "cache"
-    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
-
-
 def validate_index_name(index: str) -> str:
     """Return `index` unchanged if it is a valid index name, else raise ValueError."""
     if not _INDEX_NAME.fullmatch(index) or index in {".", ".."}:
@@ -101,3 +93,18 @@ def replaced_atomically(path: Path) -> Iterator[BinaryIO]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def private_umask() -> Iterator[None]:
+    """Files and directories created inside get 0600/0700 (the store, its
+    lock, its side files).
+
+    The umask is process-wide, hence restored immediately. SQLite gives the -wal
+    and -shm files the permissions of the database file, so they follow.
+    """
+    old = os.umask(0o077)
+    try:
+        yield
+    finally:
+        os.umask(old)

@@ -209,6 +209,32 @@ async def closing_stream(stream: AsyncIterator[str]) -> AsyncIterator[AsyncItera
             await close()
 
 
+async def recording_calls(stream: AsyncIterator[str], calls: list[CallRecord]) -> AsyncIterator[str]:
+    """`stream`, with every call made while it is drawn also recorded in
+    `calls`: a streamed answer's final call finishes after the `track_calls()`
+    block that planned it has been left, and must still be counted there.
+
+    The scope is entered and left around every step rather than once around
+    the whole loop: a sync caller drives each step as a separate task (each
+    with its own copy of the context), so a variable set in one step is gone
+    in the next, and resetting a token from another step's context raises
+    ValueError. One step always runs in one context. The stream is closed
+    however the reader stops (see `closing_stream`)."""
+    async with closing_stream(stream):
+        iterator = stream.__aiter__()
+        while True:
+            current = _active_sinks.get()
+            token = None if any(sink is calls for sink in current) else _active_sinks.set(current + (calls,))
+            try:
+                piece = await iterator.__anext__()
+            except StopAsyncIteration:
+                return
+            finally:
+                if token is not None:
+                    _active_sinks.reset(token)
+            yield piece
+
+
 def normalise_rows(matrix: np.ndarray) -> np.ndarray:
     matrix = np.asarray(matrix)
     if matrix.dtype != np.float64:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, TypeVar
 
 from docsum.errors import ConfigError, ContextLengthError, DocsumError, ExitCode, LLMError
-from docsum.models.llm import LLM, closing_stream, track_calls
+from docsum.models.llm import LLM, closing_stream, recording_calls, track_calls
 from docsum.models.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
 from docsum.query.budget import PromptBudget
 from docsum.query.corpus import StoreCorpus
@@ -26,6 +26,7 @@ from docsum.query.synthesize import (
     BaseSynthesizer,
     ResponseMode,
     get_response_synthesizer,
+    guard_refine_stream,
     is_meta_answer,
     planned_calls,
 )
@@ -231,7 +232,7 @@ async def _ask_in(
     with track_calls() as calls:
         result = await _answer(store, llm, question, options, synth, corpus, explain)
         if result.stream is not None:
-            result.stream = _with_calls(result.stream, calls)
+            result.stream = recording_calls(result.stream, calls)
     result.calls = calls
     result.engine = llm.metadata.engine
     return result
@@ -358,18 +359,6 @@ def _check_call_limit(options: AskOptions, planned: dict[str, int | None], over:
         f"this question plans {total} LLM calls ({plan}; over {over}), more than --max-calls {limit}; "
         f"nothing more was sent. Raise --max-calls (or max_calls in config.toml){hint}"
     )
-
-
-async def _with_calls(stream: AsyncIterator[str], calls: list[CallRecord]) -> AsyncIterator[str]:
-    from docsum.models.llm import _active_sinks
-
-    token = _active_sinks.set(_active_sinks.get() + (calls,))
-    try:
-        async with closing_stream(stream):
-            async for piece in stream:
-                yield piece
-    finally:
-        _active_sinks.reset(token)
 
 
 async def _in_step(step: str, work: Awaitable[T]) -> T:
@@ -548,8 +537,6 @@ async def _polish(llm: LLM, question: str, result: AskResult, nodes: list[NodeWi
 
 
 async def _polish_stream(stream: AsyncIterator[str], original: str) -> AsyncIterator[str]:
-    from docsum.query.synthesize import _guard_stream
-
-    async with closing_stream(_guard_stream(stream, original)) as guarded:
+    async with closing_stream(guard_refine_stream(stream, original)) as guarded:
         async for piece in guarded:
             yield piece

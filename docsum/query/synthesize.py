@@ -18,7 +18,7 @@ import re
 from typing import Any, AsyncIterator, Callable, Iterator
 
 from docsum.errors import ConfigError
-from docsum.models.llm import LLM, closing_stream, track_calls
+from docsum.models.llm import LLM, closing_stream, recording_calls, track_calls
 from docsum.models.prompts import REFINE_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, structured
 from docsum.query.budget import PromptBudget
 from docsum.schema import NodeWithScore, Response, ResponseMode, ResponseStatus
@@ -97,7 +97,7 @@ class BaseSynthesizer:
                 return Response("", list(nodes), ResponseStatus.EMPTY, EMPTY_ANSWER_REASON, calls)
             response.response = result
         else:
-            response.stream = _tracked(result, calls)
+            response.stream = recording_calls(result, calls)
         return response
 
     def synthesize(self, query: str, nodes: list[NodeWithScore], **response_kwargs: Any) -> Response:
@@ -137,31 +137,6 @@ def _sync_stream(loop: asyncio.AbstractEventLoop, response: Response) -> Iterato
         response.response = "".join(parts)
         response.stream = None
         loop.close()
-
-
-async def _tracked(stream: AsyncIterator[str], calls: list[Any]) -> AsyncIterator[str]:
-    # The final call's usage is recorded when the stream ends, outside the
-    # track_calls() block; re-enter a scope feeding the same list.
-    #
-    # The scope is entered and left around every step rather than once around
-    # the whole loop: the sync `synthesize` drives each step as a separate task
-    # (each with its own copy of the context), so a variable set in one step
-    # is gone in the next, and resetting a token from another step's context
-    # raised ValueError. One step always runs in one context.
-    from docsum.models.llm import _active_sinks
-
-    iterator = stream.__aiter__()
-    while True:
-        current = _active_sinks.get()
-        token = None if any(s is calls for s in current) else _active_sinks.set(current + (calls,))
-        try:
-            piece = await iterator.__anext__()
-        except StopAsyncIteration:
-            return
-        finally:
-            if token is not None:
-                _active_sinks.reset(token)
-        yield piece
 
 
 def _run_sync(coro: Any) -> Any:
@@ -315,7 +290,7 @@ class Refine(_LLMSynthesizer):
             else:
                 out = await self._call(refine, stream, json_mode=filtering, context_msg=part, existing_answer=answer)
             if not isinstance(out, str):
-                return out if answer is None else _guard_stream(out, answer)
+                return out if answer is None else guard_refine_stream(out, answer)
             if filtering:
                 text, satisfied = parse_structured(out)
                 if not satisfied or not text:
@@ -334,9 +309,11 @@ class Refine(_LLMSynthesizer):
         return answer
 
 
-async def _guard_stream(stream: AsyncIterator[str], previous: str) -> AsyncIterator[str]:
-    # A streamed refine cannot be checked before it is shown; buffer just the
-    # opening words, and if they talk about refining, show the previous answer.
+async def guard_refine_stream(stream: AsyncIterator[str], previous: str) -> AsyncIterator[str]:
+    """A streamed refinement of `previous` (a refine step, or ask's --polish):
+    it cannot be checked before it is shown, so the opening words are
+    buffered, and if they talk about refining (or say nothing), `previous`
+    is shown instead."""
     head: list[str] = []
     async with closing_stream(stream):
         async for piece in stream:

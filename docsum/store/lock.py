@@ -16,10 +16,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from docsum.errors import DocsumError, StoreLockedError
-
-# Shared with the store: timestamps, one-line OS error causes, private files.
-from docsum.store.sqlite import _now, _os_reason, _private_umask
+from docsum.errors import DocsumError, StoreLockedError, os_reason
+from docsum.paths import private_umask
+from docsum.store.sqlite import utc_now
 
 
 class BuildLock:
@@ -52,11 +51,11 @@ class BuildLock:
             return
         deadline = time.monotonic() + self.wait_seconds
         try:
-            with _private_umask():
+            with private_umask():
                 self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise DocsumError(
-                f"{self.store_path}: cannot create the folder {self.path.parent} ({_os_reason(exc)})"
+                f"{self.store_path}: cannot create the folder {self.path.parent} ({os_reason(exc)})"
             ) from exc
         while True:
             # os.open makes the fd non-inheritable (PEP 446): a child process
@@ -64,7 +63,7 @@ class BuildLock:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             except OSError as exc:
-                raise DocsumError(f"{self.store_path}: cannot create the lock file {self.path} ({_os_reason(exc)})") from exc
+                raise DocsumError(f"{self.store_path}: cannot create the lock file {self.path} ({os_reason(exc)})") from exc
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -95,7 +94,7 @@ class BuildLock:
         info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "started_at": _now(),
+            "started_at": utc_now(),
             "argv0": sys.argv[0] if sys.argv else "",
         }
         data = json.dumps(info).encode("utf-8")

@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from docsum.errors import DocsumError, StoreVersionError
+from docsum.paths import private_umask
 from docsum.store.vectors import VectorChange, VectorChanges, cache_path_for
 
 if TYPE_CHECKING:  # numpy is imported where vectors are touched: listing documents needs none
@@ -192,8 +193,6 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-_now = utc_now  # the name docsum.store.lock imports
-
 
 def make_doc_id(root: str, relpath: str) -> str:
     """Stable id of a document: derived from where it is, not from its content,
@@ -303,20 +302,6 @@ def scrub_settings(value: Any) -> Any:
 def dumps_json(value: Any) -> str:
     # default=str: settings may hold Paths or enums; a readable string beats a crash.
     return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
-
-
-@contextlib.contextmanager
-def _private_umask() -> Iterator[None]:
-    """Files and directories created inside get 0600/0700.
-
-    The umask is process-wide, hence restored immediately. SQLite gives the -wal
-    and -shm files the permissions of the database file, so they follow.
-    """
-    old = os.umask(0o077)
-    try:
-        yield
-    finally:
-        os.umask(old)
 
 
 DOC_COLUMNS = (
@@ -456,7 +441,7 @@ class Store:
 
         if path.is_dir():
             raise DocsumError(f"{path}: is a directory, not a docsum store file")
-        with _private_umask():
+        with private_umask():
             try:
                 if not exists:
                     # Under umask 077 every directory created here is 0700.
@@ -1106,9 +1091,3 @@ def _needs_immutable(path: Path) -> bool:
     folder = path.resolve().parent
     shm = folder / (path.name + "-shm")
     return not os.access(folder, os.W_OK) and not shm.exists()
-
-
-def _os_reason(exc: OSError) -> str:
-    if isinstance(exc, FileExistsError) or exc.errno == errno.ENOTDIR:
-        return "a file is in the way: not a folder"
-    return (exc.strerror or str(exc)).lower()
