@@ -126,6 +126,16 @@ def test_max_calls_refuses_a_question_before_its_answer_with_the_plan(sample_sto
         assert ok.code == 0, ok
 
 
+def test_the_rerank_plan_counts_the_batches_rerank_sends(sample_store: Path) -> None:
+    """Rerank rates 10 passages a call whatever --choice-batch-size (which
+    sizes the summaries' batches) says; the plan counted one call per
+    --choice-batch-size passages."""
+    result = run_cli("ask", OVEN, "--store", sample_store, "--llm", "extractive", "--rerank", "5",
+                     "--choice-batch-size", "1", "--max-calls", "1")
+    assert result.code == 2, result
+    assert "over 3 passages" in result.stderr and "rerank 1," in result.stderr
+
+
 def test_llm_retrieval_over_a_large_store_warns_and_max_calls_refuses_it_before_any_call(
     sample_store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,7 +25,8 @@ from typer.testing import CliRunner
 from cli.main import app
 from docsum.build.pipeline import BuildOptions, build
 from docsum.models.extractive import ExtractiveLLM
-from docsum.query.retrieve import SummaryEntry, format_batch, parse_choices, retrieve, says_none
+from docsum.query.rating import format_batch, parse_choices, says_none
+from docsum.query.retrieve import SummaryEntry, retrieve
 from docsum.store.sqlite import Store
 
 # --------------------------------------------------------------------------- helpers

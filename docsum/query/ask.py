@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, TypeVar
 
@@ -20,7 +19,15 @@ from docsum.models.llm import LLM, closing_stream, recording_calls, track_calls
 from docsum.models.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
 from docsum.query.budget import PromptBudget
 from docsum.query.corpus import StoreCorpus
-from docsum.query.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
+from docsum.query.postprocess import (
+    RERANK_BATCH_SIZE,
+    StepReport,
+    compress,
+    llm_rerank,
+    long_context_reorder,
+    similarity_cutoff,
+)
+from docsum.query.rating import planned_rating_calls
 from docsum.query.retrieve import Retrieval, SummaryCorpus, planned_choice_calls, retrieve
 from docsum.query.synthesize import (
     BaseSynthesizer,
@@ -450,7 +457,7 @@ async def _answer(
         # The later steps only ever shrink the passages, so the answer is
         # planned on them as they are now: an upper bound.
         if options.rerank:
-            planned["rerank"] = math.ceil(len(nodes) / options.choice_batch_size)
+            planned["rerank"] = planned_rating_calls(len(nodes), RERANK_BATCH_SIZE)
         if options.compress:
             planned["compress"] = len(nodes)
         answer_calls = planned_calls(synth, question, [n.node.text for n in nodes], **options.variables)

@@ -11,7 +11,7 @@ from typing import Any
 from docsum.models.llm import LLM
 from docsum.models.prompts import COMPRESS_PROMPT, NO_OUTPUT, RERANK_PROMPT
 from docsum.query.budget import PromptBudget
-from docsum.query.retrieve import fit_batches, format_batch, parse_choices, says_none
+from docsum.query.rating import rate_in_batches
 from docsum.schema import Node, NodeWithScore
 
 
@@ -48,8 +48,12 @@ def similarity_cutoff(nodes: list[NodeWithScore], cutoff: float) -> tuple[list[N
     return kept, report
 
 
+# Passages rated per rerank call (--choice-batch-size is for summaries).
+RERANK_BATCH_SIZE = 10
+
+
 async def llm_rerank(
-    llm: LLM, query: str, nodes: list[NodeWithScore], top_n: int, batch_size: int = 10
+    llm: LLM, query: str, nodes: list[NodeWithScore], top_n: int, batch_size: int = RERANK_BATCH_SIZE
 ) -> tuple[list[NodeWithScore], StepReport]:
     """Score every node with the LLM (batches sent concurrently), keep the best
     `top_n`. Nodes the LLM leaves out (or rates 0) are dropped. A batch whose
@@ -57,30 +61,19 @@ async def llm_rerank(
     order; if no batch parses the retrieval order is kept and the step says so."""
     if not nodes:
         return [], StepReport("rerank", 0, 0, note="nothing to rerank")
-    base = RERANK_PROMPT.partial_format(query_str=query)
     # Batches of up to `batch_size` passages that also fit the window: ten
     # 1024-token nodes would overflow a 3900-token model.
-    groups, shown = fit_batches(llm, base, [n.node.text for n in nodes], max(1, batch_size))
-    batches = [[nodes[i] for i in group] for group in groups]
-
-    async def ask(group: list[int]) -> str:
-        texts = [shown[i] for i in group]
-        return await llm.apredict(base, json_mode=True, context_str=format_batch(texts), candidates=texts)
-
-    answers = await asyncio.gather(*(ask(g) for g in groups))
+    batches = await rate_in_batches(llm, RERANK_PROMPT, query, [n.node.text for n in nodes], batch_size)
     rescored: list[NodeWithScore] = []
     unparsed: list[NodeWithScore] = []
     failed_batches = 0
-    for batch, answer in zip(batches, answers):
-        choices = parse_choices(answer, len(batch))
-        if not choices and not says_none(answer):
+    for batch in batches:
+        if not batch.parsed:
             failed_batches += 1
-            unparsed.extend(batch)
+            unparsed.extend(nodes[i] for i in batch.items)
             continue
-        for number, relevance in choices:
-            if relevance is not None and relevance <= 0:
-                continue
-            node = batch[number - 1]
+        for index, relevance in batch.ratings:
+            node = nodes[index]
             rescored.append(NodeWithScore(node.node, (relevance / 10.0) if relevance is not None else node.score))
     if failed_batches == len(batches):
         kept = nodes[:top_n]

@@ -11,7 +11,6 @@ answering "Empty Response".
 from __future__ import annotations
 
 import asyncio
-import enum
 import json
 import logging
 import re
