@@ -115,7 +115,7 @@ def populate(location: str, count: int) -> None:
     import numpy as np
 
     from docsum.store.base import open_store
-    from docsum.store.sqlite import DocumentRecord, NodeRecord, make_doc_id
+    from docsum.store.records import DocumentRecord, NodeRecord, make_doc_id
     from fakeopenai import default_embedding
 
     topics = ["bees", "bridges", "ferries", "orchards", "libraries", "storms", "mills", "canals", "tariffs", "comets"]

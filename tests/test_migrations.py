@@ -20,6 +20,7 @@ from helpers import SAMPLE_DOCS, run_cli
 
 from docsum.errors import StoreVersionError
 from docsum.store.sqlite import MIGRATIONS, Store
+from docsum.store.sqlite_schema import split_statements
 from docsum.store import sqlite as store_mod
 
 LIST_QUERY = "SELECT doc_id FROM documents ORDER BY path, root"
@@ -32,7 +33,7 @@ def schema(conn: sqlite3.Connection) -> set[tuple[str, str, str]]:
 
 def v1_schema() -> set[tuple[str, str, str]]:
     conn = sqlite3.connect(":memory:")
-    for statement in store_mod._split_statements(MIGRATIONS[0]):
+    for statement in split_statements(MIGRATIONS[0]):
         conn.execute(statement)
     try:
         return schema(conn)
@@ -172,7 +173,7 @@ def test_hand_made_v1_store_migrates_with_its_rows(tmp_path: Path) -> None:
     """A v1 store written row by row, as a v1 build writes one."""
     path = tmp_path / "v1.sqlite"
     conn = sqlite3.connect(path, isolation_level=None)
-    for statement in store_mod._split_statements(MIGRATIONS[0]):
+    for statement in split_statements(MIGRATIONS[0]):
         conn.execute(statement)
     conn.execute("PRAGMA user_version = 1")
     root = str(tmp_path / "docs")

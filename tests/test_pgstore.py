@@ -35,7 +35,7 @@ from pgserver import TEST_PASSWORD
 
 from docsum.errors import DocsumError, StoreVersionError
 from docsum.store.base import display_location, open_store, store_exists
-from docsum.store.sqlite import DocumentRecord, make_doc_id
+from docsum.store.records import DocumentRecord, make_doc_id
 from docsum.store import postgres as pgstore
 
 

@@ -22,7 +22,7 @@ from pgserver import TEST_PASSWORD
 
 from docsum.lexical import LEXICAL_EMBED_MODEL
 from docsum.store.base import open_store
-from docsum.store.sqlite import DocumentRecord, make_doc_id
+from docsum.store.records import DocumentRecord, make_doc_id
 
 WORDS = [f"{a}{b}" for a in ("ferry", "orchard", "tariff", "comet", "mill", "canal", "bee", "storm") for b in ("", "s", "ing", "er", "ly")]
 EMBED = ["--embed-model", "fake-embed"]

@@ -31,13 +31,8 @@ from docsum.errors import ConfigError  # noqa: E402
 from docsum.paths import config_dir, data_dir, docsum_home  # noqa: E402
 from docsum.store.base import open_store  # noqa: E402
 from docsum.store.lock import BuildLock  # noqa: E402
-from docsum.store.sqlite import (  # noqa: E402
-    MIGRATIONS,
-    DocumentRecord,
-    NodeRecord,
-    Store,
-    make_doc_id,
-)
+from docsum.store.records import DocumentRecord, NodeRecord, make_doc_id  # noqa: E402
+from docsum.store.sqlite import MIGRATIONS, Store  # noqa: E402
 from docsum.store import sqlite as store_mod  # noqa: E402
 
 ROOT = "/data/docs"

@@ -37,7 +37,8 @@ from docsum.schema import CallRecord, Usage
 from docsum.settings import DEFAULT_LIMITS, Limits, default
 from docsum.ingest.split import split_document
 from docsum.store.lock import BuildLock
-from docsum.store.sqlite import CallRow, DocumentRecord, NodeRecord, Store, StoredVersion, make_doc_id
+from docsum.store.records import CallRow, DocumentRecord, NodeRecord, StoredVersion, make_doc_id
+from docsum.store.sqlite import Store
 from docsum.store.base import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
 from docsum.query.synthesize import TreeSummarize, planned_calls
 from docsum.store.vectors import refresh_vectors

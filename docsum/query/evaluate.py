@@ -29,7 +29,7 @@ from docsum.query.retrieve import retrieve
 from docsum.schema import CallRecord, Usage
 from docsum.settings import DEFAULT_LIMITS, RETRIEVERS, Limits, check, default
 from docsum.store.base import DocumentStore, StoreLocation, display_location, open_store, store_exists
-from docsum.store.sqlite import DocumentRecord
+from docsum.store.records import DocumentRecord
 
 
 @dataclass

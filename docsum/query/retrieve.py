@@ -23,7 +23,7 @@ from docsum.settings import RETRIEVERS, default
 
 if TYPE_CHECKING:
     from docsum.query.evidence import DocumentEvidence
-    from docsum.store.sqlite import DocumentRecord
+    from docsum.store.records import DocumentRecord
 
 log = logging.getLogger("docsum")
 

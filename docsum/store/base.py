@@ -16,7 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from docsum.store.sqlite import CallRow, DocumentRecord, NodeRecord, Store, StoredVersion
+from docsum.store.records import CallRow, DocumentRecord, NodeRecord, StoredVersion
+from docsum.store.sqlite import Store
 from docsum.store.vectors import VectorChanges
 
 if TYPE_CHECKING:  # annotations only: the CLI imports this module for every command

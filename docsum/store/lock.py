@@ -18,7 +18,7 @@ from typing import Any
 
 from docsum.errors import DocsumError, StoreLockedError, os_reason
 from docsum.paths import private_umask
-from docsum.store.sqlite import utc_now
+from docsum.store.records import utc_now
 
 
 class BuildLock:

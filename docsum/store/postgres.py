@@ -51,7 +51,7 @@ from docsum.errors import ConfigError, DocsumError, StoreVersionError
 from docsum.paths import data_dir
 from docsum.store import pgvector
 from docsum.store.base import display_location, location_secrets
-from docsum.store.sqlite import (
+from docsum.store.records import (
     DOC_COLUMNS,
     DOC_COLUMNS_NO_EMBEDDING,
     CallRow,

@@ -12,7 +12,7 @@ Design notes (the why):
   write lock up front, so a waiting writer goes through busy_timeout instead of
   failing with SQLITE_BUSY when it upgrades a read lock in the middle of a
   transaction; and a document is never half written (row without its nodes).
-* The schema evolves only through MIGRATIONS, ordered and append-only; the
+* The schema evolves only through MIGRATIONS (docsum.store.sqlite_schema), ordered and append-only; the
   schema version is PRAGMA user_version. A store written by a newer docsum is
   refused before anything is written to it.
 * Files are private (0600, directory 0700): summaries of someone's documents are
@@ -25,21 +25,39 @@ thread); sqlite3's default check_same_thread guard is kept on to catch misuse.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import errno
-import hashlib
 import json
 import os
-import re
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from docsum.errors import DocsumError, StoreVersionError
 from docsum.paths import private_umask
+from docsum.store.records import (
+    DOC_COLUMNS,
+    DOC_COLUMNS_NO_EMBEDDING,
+    CallRow,
+    DocumentRecord,
+    NodeRecord,
+    StoredVersion,
+    call_params,
+    decode_embedding,
+    document_from_row,
+    document_params,
+    dumps_json,
+    encode_embedding,
+    failure_params,
+    node_from_row,
+    node_params,
+    scrub_settings,
+    stack_embeddings,
+    storable,
+    utc_now,
+)
+from docsum.store.sqlite_schema import MIGRATIONS, created_tables, split_statements
 from docsum.store.vectors import VectorChange, VectorChanges, cache_path_for
 
 if TYPE_CHECKING:  # numpy is imported where vectors are touched: listing documents needs none
@@ -47,366 +65,10 @@ if TYPE_CHECKING:  # numpy is imported where vectors are touched: listing docume
 
 BUSY_TIMEOUT_MS = 30_000
 
-# Index i brings the schema from version i to version i+1. Never edit or reorder
-# an entry once released: stores in the wild are at every version. Add a new
-# entry instead. Each entry runs in its own transaction; statements are split
-# with sqlite3.complete_statement, so triggers with BEGIN ... END are fine.
-MIGRATIONS: list[str] = [
-    # v1: initial schema.
-    """
-    CREATE TABLE documents (
-        doc_id              TEXT PRIMARY KEY,
-        path                TEXT NOT NULL,      -- relative to root, POSIX separators
-        root                TEXT NOT NULL,      -- absolute folder the build was given
-        size                INTEGER NOT NULL,
-        mtime_ns            INTEGER NOT NULL,
-        sha256              TEXT NOT NULL,
-        title               TEXT NOT NULL DEFAULT '',
-        kind                TEXT NOT NULL,
-        token_count         INTEGER NOT NULL,
-        page_count          INTEGER,            -- NULL for formats without pages
-        split_fingerprint   TEXT NOT NULL,
-        summary_fingerprint TEXT NOT NULL,
-        summary             TEXT NOT NULL,
-        summary_model       TEXT NOT NULL,
-        embedding           BLOB,               -- little-endian float32 vector
-        embedding_model     TEXT,
-        added_at            TEXT NOT NULL,
-        updated_at          TEXT NOT NULL
-    );
-    CREATE UNIQUE INDEX documents_root_path ON documents(root, path);
-    CREATE INDEX documents_path ON documents(path);
-
-    CREATE TABLE nodes (
-        doc_id      TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
-        seq         INTEGER NOT NULL,
-        text        TEXT NOT NULL,
-        start_char  INTEGER NOT NULL,
-        end_char    INTEGER NOT NULL,
-        pages       TEXT NOT NULL DEFAULT '[]', -- JSON list of 1-based page numbers
-        token_count INTEGER NOT NULL,
-        PRIMARY KEY (doc_id, seq)
-    ) WITHOUT ROWID;
-
-    CREATE TABLE failures (
-        root       TEXT NOT NULL,
-        path       TEXT NOT NULL,
-        error      TEXT NOT NULL,
-        attempts   INTEGER NOT NULL DEFAULT 1,
-        first_seen TEXT NOT NULL,
-        last_seen  TEXT NOT NULL,
-        PRIMARY KEY (root, path)
-    );
-
-    CREATE TABLE runs (
-        id                INTEGER PRIMARY KEY AUTOINCREMENT,
-        kind              TEXT NOT NULL,
-        started_at        TEXT NOT NULL,
-        finished_at       TEXT,
-        status            TEXT NOT NULL DEFAULT 'running',
-        settings          TEXT NOT NULL DEFAULT '{}',
-        llm_calls         INTEGER NOT NULL DEFAULT 0,
-        prompt_tokens     INTEGER NOT NULL DEFAULT 0,
-        completion_tokens INTEGER NOT NULL DEFAULT 0,
-        usage             TEXT NOT NULL DEFAULT '{}',
-        documents         TEXT NOT NULL DEFAULT '{}'
-    );
-
-    CREATE TABLE calls (
-        id                INTEGER PRIMARY KEY,
-        run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        kind              TEXT NOT NULL,
-        model             TEXT NOT NULL,
-        prompt_tokens     INTEGER NOT NULL DEFAULT 0,
-        completion_tokens INTEGER NOT NULL DEFAULT 0,
-        seconds           REAL NOT NULL DEFAULT 0,
-        ok                INTEGER NOT NULL,
-        at                TEXT NOT NULL
-    );
-    CREATE INDEX calls_run ON calls(run_id);
-
-    CREATE TABLE meta (
-        key   TEXT PRIMARY KEY,
-        value TEXT NOT NULL                     -- JSON
-    );
-    """,
-    # v2: documents indexed by (path, root) instead of (path) alone. Every
-    # listing orders by path, root (list_documents, which each `docsum ask`
-    # reads in full, summary_matrix, find_documents), and with v1's index
-    # SQLite sorted the root part of that order in a temporary B-tree on every
-    # call; (path, root) serves that ORDER BY as it stands and, as its prefix,
-    # every `WHERE path = ?` the old index served, so the old one goes (one
-    # index to maintain per write, not two). Indexes only: no data changes.
-    """
-    CREATE INDEX documents_path_root ON documents(path, root);
-    DROP INDEX documents_path;
-    """,
-    # v3: a log of summary-vector changes, so the vector file beside the store
-    # (docsum.store.vectors) learns what changed since it was written without
-    # reading every document. One row per document ever stored: a change
-    # moves the document's row to a new, higher seq (AUTOINCREMENT never
-    # reuses one), a removal leaves its row as the tombstone. The triggers keep
-    # it exact whatever writes the documents table (delete then insert, not
-    # INSERT OR REPLACE: an outer statement's conflict policy overrides the
-    # one written inside a trigger). store_id tells this store
-    # from another one later created at the same path.
-    """
-    CREATE TABLE vector_log (
-        seq    INTEGER PRIMARY KEY AUTOINCREMENT,
-        doc_id TEXT NOT NULL UNIQUE
-    );
-    INSERT INTO vector_log (doc_id) SELECT doc_id FROM documents ORDER BY path, root;
-    CREATE TRIGGER documents_vector_insert AFTER INSERT ON documents BEGIN
-        DELETE FROM vector_log WHERE doc_id = NEW.doc_id;
-        INSERT INTO vector_log (doc_id) VALUES (NEW.doc_id);
-    END;
-    CREATE TRIGGER documents_vector_update AFTER UPDATE OF embedding, embedding_model ON documents BEGIN
-        DELETE FROM vector_log WHERE doc_id = NEW.doc_id;
-        INSERT INTO vector_log (doc_id) VALUES (NEW.doc_id);
-    END;
-    CREATE TRIGGER documents_vector_delete AFTER DELETE ON documents BEGIN
-        DELETE FROM vector_log WHERE doc_id = OLD.doc_id;
-        INSERT INTO vector_log (doc_id) VALUES (OLD.doc_id);
-    END;
-    INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', '"' || lower(hex(randomblob(16))) || '"');
-    """,
-]
-
-# Second guard against persisting credentials in runs.settings (the caller is
-# the first). Counts such as "prompt_tokens" or "max_tokens" must survive, so
-# "token" only matches as the last word of a key ("token", "access_token").
-_SECRET_KEY = re.compile(r"api[_-]?key|secret|passw(?:or)?d|authorization|credential|(?:^|[_-])token$", re.IGNORECASE)
-
 # SQLite limits the number of bound parameters; stay far below every default.
 _IN_CHUNK = 500
 # Vectors fetched per query by vector_changes: 1,024 x 1,536 float32 is 6 MB.
 _VECTOR_BATCH = 1024
-
-
-# One row of the calls table: run id, kind, model, prompt tokens, completion
-# tokens, seconds, ok.
-CallRow = tuple[int, str, str, int, int, float, bool]
-
-
-def utc_now() -> str:
-    """UTC timestamp, ISO 8601 with seconds: sortable as text, readable in the CLI."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-
-def make_doc_id(root: str, relpath: str) -> str:
-    """Stable id of a document: derived from where it is, not from its content,
-    so an edited file keeps its id (and `docsum show ID` keeps working)."""
-    return hashlib.sha256(f"{root}\0{relpath}".encode("utf-8")).hexdigest()[:12]
-
-
-
-class StoredVersion(NamedTuple):
-    """What says a stored document is the file as it is now, summarized with
-    the current settings (a build compares it to decide there is nothing to do)."""
-
-    size: int
-    mtime_ns: int
-    split_fingerprint: str
-    summary_fingerprint: str
-
-@dataclass
-class DocumentRecord:
-    doc_id: str
-    path: str  # relative to root, POSIX separators
-    root: str  # absolute
-    size: int
-    mtime_ns: int
-    sha256: str
-    title: str
-    kind: str
-    token_count: int
-    page_count: int | None
-    split_fingerprint: str
-    summary_fingerprint: str
-    summary: str
-    summary_model: str
-    # compare=False: `==` on a numpy array is element-wise and would make the
-    # generated __eq__ raise; compare embeddings with np.array_equal instead.
-    embedding: np.ndarray | None = field(default=None, compare=False)
-    embedding_model: str | None = None
-    added_at: str = ""
-    updated_at: str = ""
-
-
-@dataclass
-class NodeRecord:
-    doc_id: str
-    seq: int
-    text: str
-    start_char: int
-    end_char: int
-    pages: tuple[int, ...]
-    token_count: int
-
-
-def encode_embedding(embedding: np.ndarray) -> bytes:
-    import numpy as np
-
-    # Explicit little-endian so a store copied between machines reads the same.
-    arr = np.asarray(embedding, dtype="<f4")
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"embedding must be a non-empty 1-D vector, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        # One NaN would poison every similarity computed against the matrix.
-        raise ValueError("embedding contains NaN or infinite values")
-    return arr.tobytes()
-
-
-def decode_embedding(blob: bytes | None) -> np.ndarray | None:
-    if blob is None:
-        return None
-    import numpy as np
-
-    # astype copies: frombuffer returns a read-only view of the bytes object.
-    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
-
-
-def _split_statements(script: str) -> list[str]:
-    """Split a migration script into statements.
-
-    Not executescript(): in Python 3.11 it COMMITs any open transaction first,
-    which would break the one-transaction-per-migration guarantee.
-    """
-    statements: list[str] = []
-    buffer = ""
-    # Cut at each ';' that sqlite itself considers the end of a statement (not
-    # one inside a string, comment or trigger body). Quadratic, but migration
-    # scripts are tiny and this runs once per store upgrade.
-    for char in script:
-        buffer += char
-        if char == ";" and sqlite3.complete_statement(buffer):
-            if buffer.strip().strip(";").strip():
-                statements.append(buffer.strip())
-            buffer = ""
-    if buffer.strip():
-        # A trailing statement without ';' is accepted (sqlite would run it too).
-        statements.append(buffer.strip())
-    return statements
-
-
-def scrub_settings(value: Any) -> Any:
-    """Copy of `value` without secret-looking keys, at any depth."""
-    if isinstance(value, dict):
-        return {str(k): scrub_settings(v) for k, v in value.items() if not _SECRET_KEY.search(str(k))}
-    if isinstance(value, (list, tuple)):
-        return [scrub_settings(v) for v in value]
-    return value
-
-
-def dumps_json(value: Any) -> str:
-    # default=str: settings may hold Paths or enums; a readable string beats a crash.
-    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
-
-
-DOC_COLUMNS = (
-    "doc_id, path, root, size, mtime_ns, sha256, title, kind, token_count, page_count, "
-    "split_fingerprint, summary_fingerprint, summary, summary_model, embedding, embedding_model, "
-    "added_at, updated_at"
-)
-# Same columns without loading the embedding blobs (a few KB per document).
-DOC_COLUMNS_NO_EMBEDDING = DOC_COLUMNS.replace("embedding, embedding_model", "NULL, embedding_model")
-
-
-def storable(text: str) -> str:
-    """`text` as both stores hold it: without NUL characters. PostgreSQL's text
-    type cannot hold U+0000 (SQLite's can), and a document must be stored the
-    same on either; a NUL carries nothing a reader or an LLM could use. The
-    loaders already drop it from document text (so node offsets stay true);
-    this catches what comes from elsewhere (an LLM server's summary, a PDF's
-    title, an error message quoting either)."""
-    return text.replace("\x00", "") if "\x00" in text else text
-
-
-def document_params(doc: DocumentRecord, added_at: str, updated_at: str) -> tuple[Any, ...]:
-    """The values of DOC_COLUMNS for `doc`, in order (both stores bind these)."""
-    embedding = None if doc.embedding is None else encode_embedding(doc.embedding)
-    model = doc.embedding_model if embedding is not None and doc.embedding_model is not None else None
-    return (
-        doc.doc_id, storable(doc.path), storable(doc.root), doc.size, doc.mtime_ns, doc.sha256, storable(doc.title),
-        storable(doc.kind), doc.token_count, doc.page_count, doc.split_fingerprint,
-        doc.summary_fingerprint, storable(doc.summary), storable(doc.summary_model), embedding,
-        None if model is None else storable(model), added_at, updated_at,
-    )  # fmt: skip
-
-
-def node_params(node: NodeRecord) -> tuple[Any, ...]:
-    """The values of a nodes row for `node`, in column order."""
-    pages = json.dumps([int(p) for p in node.pages])
-    return (node.doc_id, node.seq, storable(node.text), node.start_char, node.end_char, pages, node.token_count)
-
-
-def failure_params(root: str, path: str, error: str) -> tuple[str, str, str]:
-    """A failures row's key and message as both stores hold them (see storable)."""
-    return storable(root), storable(path), storable(error)
-
-
-def call_params(call: CallRow) -> tuple[Any, ...]:
-    """A calls row's values, without the time (each store stamps it)."""
-    run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok = call
-    return (run_id, storable(kind), storable(model), int(prompt_tokens), int(completion_tokens), float(seconds), bool(ok))
-
-
-def stack_embeddings(rows: Sequence[Sequence[Any]]) -> tuple[list[str], np.ndarray | None, str | None]:
-    """(doc_id, embedding blob, model) rows as Store.summary_matrix returns them."""
-    doc_ids = [r[0] for r in rows]
-    if not rows:
-        return doc_ids, None, None
-    models = {r[2] for r in rows if r[1] is not None}
-    model = next(iter(models)) if len(models) == 1 else None
-    if any(r[1] is None for r in rows) or len(models) != 1:
-        return doc_ids, None, model
-    import numpy as np
-
-    vectors = [np.frombuffer(r[1], dtype="<f4") for r in rows]
-    if len({v.shape for v in vectors}) != 1:
-        return doc_ids, None, model
-    return doc_ids, np.stack(vectors).astype(np.float32, copy=False), model
-
-
-def document_from_row(row: sqlite3.Row | tuple[Any, ...]) -> DocumentRecord:
-    (
-        doc_id, path, root, size, mtime_ns, sha256, title, kind, token_count, page_count,
-        split_fp, summary_fp, summary, summary_model, embedding, embedding_model, added_at, updated_at,
-    ) = tuple(row)  # fmt: skip
-    return DocumentRecord(
-        doc_id=doc_id,
-        path=path,
-        root=root,
-        size=size,
-        mtime_ns=mtime_ns,
-        sha256=sha256,
-        title=title,
-        kind=kind,
-        token_count=token_count,
-        page_count=page_count,
-        split_fingerprint=split_fp,
-        summary_fingerprint=summary_fp,
-        summary=summary,
-        summary_model=summary_model,
-        embedding=decode_embedding(embedding),
-        embedding_model=embedding_model,
-        added_at=added_at,
-        updated_at=updated_at,
-    )
-
-
-def node_from_row(row: tuple[Any, ...]) -> NodeRecord:
-    doc_id, seq, text, start_char, end_char, pages, token_count = row
-    return NodeRecord(
-        doc_id=doc_id,
-        seq=seq,
-        text=text,
-        start_char=start_char,
-        end_char=end_char,
-        pages=tuple(int(p) for p in json.loads(pages)),
-        token_count=token_count,
-    )
 
 
 class Store:
@@ -549,7 +211,7 @@ class Store:
             raise DocsumError(f"{path}: not a docsum store ({exc})") from exc
         if version == 0 and not tables:
             return 0  # a new, empty database: ours to create the schema in
-        if version == 0 or not _first_schema_tables() <= tables:
+        if version == 0 or not created_tables(MIGRATIONS[0]) <= tables:
             # Another application's SQLite file (possibly with its own
             # user_version): never migrate or convert it.
             raise DocsumError(
@@ -584,7 +246,7 @@ class Store:
                 # same store at the same time may have migrated meanwhile.
                 current = conn.execute("PRAGMA user_version").fetchone()[0]
                 if current == version:
-                    for statement in _split_statements(migrations[version]):
+                    for statement in split_statements(migrations[version]):
                         conn.execute(statement)
                     # PRAGMA takes no bound parameters; the value is our own int.
                     conn.execute(f"PRAGMA user_version = {version + 1:d}")
@@ -1076,13 +738,6 @@ class Store:
         except sqlite3.DatabaseError:
             return False
         return [tuple(r) for r in rows] == [("ok",)]
-
-
-def _first_schema_tables() -> set[str]:
-    """The tables the first migration creates: every docsum store has them,
-    which tells it apart from another application's SQLite file. Looked up at
-    call time, as in _migrate (tests substitute their own MIGRATIONS)."""
-    return {name.lower() for name in re.findall(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", MIGRATIONS[0], re.IGNORECASE)}
 
 
 def _needs_immutable(path: Path) -> bool:
