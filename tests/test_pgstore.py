@@ -36,7 +36,7 @@ from pgserver import TEST_PASSWORD
 from docsum.errors import DocsumError, StoreVersionError
 from docsum.store.base import display_location, open_store, store_exists
 from docsum.store.records import DocumentRecord, make_doc_id
-from docsum.store import postgres as pgstore
+from docsum.store import pgschema
 
 
 def pg_count(url: str, sql: str = "SELECT count(*) FROM documents") -> int:
@@ -235,13 +235,13 @@ def test_newer_schema_is_refused_untouched(pg_url: str) -> None:
 
 
 def test_migrations_run_in_order_and_a_reader_upgrades(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pgstore, "PG_MIGRATIONS", pgstore.PG_MIGRATIONS[:1])
+    monkeypatch.setattr(pgschema, "PG_MIGRATIONS", pgschema.PG_MIGRATIONS[:1])
     with open_store(pg_url) as store:
         assert store.schema_version == 1
     extra = "CREATE TABLE later (x INTEGER); INSERT INTO later VALUES (7);"
-    monkeypatch.setattr(pgstore, "PG_MIGRATIONS", [*pgstore.PG_MIGRATIONS, extra])
+    monkeypatch.setattr(pgschema, "PG_MIGRATIONS", [*pgschema.PG_MIGRATIONS, extra])
     with open_store(pg_url, create=False, readonly=True) as store:
-        assert store.schema_version == len(pgstore.PG_MIGRATIONS)
+        assert store.schema_version == len(pgschema.PG_MIGRATIONS)
         with pytest.raises(DocsumError, match="read-only"):
             store.set_meta("k", 1)
     assert pg_count(pg_url, "SELECT x FROM later") == 7

@@ -6,8 +6,8 @@ Design notes (the why):
 * Same records, same guarantees: each write is one transaction (a document with
   its nodes and the calls that made it, or nothing), migrations run in order
   under an advisory lock, and a schema from a newer docsum is refused before
-  anything is written. The tables live in their own schema, `docsum`, so they
-  never collide with a team's other tables.
+  anything is written (docsum.store.pgschema). The tables live in their own
+  schema, `docsum`, so they never collide with a team's other tables.
 * Several builders at once: a builder claims a document in the `claims` table
   before summarizing it. A claim is a lease: the holder's heartbeat extends it,
   and it can be taken over once it has expired or once the backend of the
@@ -49,7 +49,7 @@ import numpy as np
 
 from docsum.errors import ConfigError, DocsumError, StoreVersionError
 from docsum.paths import data_dir
-from docsum.store import pgvector
+from docsum.store import pgschema, pgvector
 from docsum.store.base import display_location, location_secrets
 from docsum.store.records import (
     DOC_COLUMNS,
@@ -79,132 +79,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("docsum")
 
-SCHEMA = "docsum"
 # Seconds a claim lives without a heartbeat. A builder that died without its
 # connection closing (a machine gone) blocks its documents this long.
 DEFAULT_CLAIM_SECONDS = 60.0
-_MIGRATION_LOCK = 0x646F6373  # "docs": one advisory lock key for migrations
-
-# Index i brings the schema from version i to i+1; append only, like the SQLite list.
-PG_MIGRATIONS: list[str] = [
-    """
-    CREATE TABLE documents (
-        doc_id              TEXT PRIMARY KEY,
-        path                TEXT NOT NULL,
-        root                TEXT NOT NULL,
-        size                BIGINT NOT NULL,
-        mtime_ns            BIGINT NOT NULL,
-        sha256              TEXT NOT NULL,
-        title               TEXT NOT NULL DEFAULT '',
-        kind                TEXT NOT NULL,
-        token_count         BIGINT NOT NULL,
-        page_count          INTEGER,
-        split_fingerprint   TEXT NOT NULL,
-        summary_fingerprint TEXT NOT NULL,
-        summary             TEXT NOT NULL,
-        summary_model       TEXT NOT NULL,
-        embedding           BYTEA,
-        embedding_model     TEXT,
-        added_at            TEXT NOT NULL,
-        updated_at          TEXT NOT NULL,
-        txid                XID8 NOT NULL DEFAULT pg_current_xact_id()
-    );
-    CREATE UNIQUE INDEX documents_root_path ON documents(root, path);
-    CREATE INDEX documents_path_root ON documents(path, root);
-    CREATE INDEX documents_txid ON documents(txid);
-
-    CREATE TABLE removed_documents (
-        doc_id TEXT NOT NULL,
-        txid   XID8 NOT NULL DEFAULT pg_current_xact_id()
-    );
-    CREATE INDEX removed_documents_txid ON removed_documents(txid);
-
-    CREATE FUNCTION stamp_document() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        NEW.txid := pg_current_xact_id();
-        RETURN NEW;
-    END $$;
-    CREATE TRIGGER documents_stamp BEFORE INSERT OR UPDATE ON documents
-        FOR EACH ROW EXECUTE FUNCTION stamp_document();
-
-    CREATE FUNCTION bury_document() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        INSERT INTO removed_documents (doc_id) VALUES (OLD.doc_id);
-        RETURN OLD;
-    END $$;
-    CREATE TRIGGER documents_tombstone AFTER DELETE ON documents
-        FOR EACH ROW EXECUTE FUNCTION bury_document();
-
-    CREATE TABLE nodes (
-        doc_id      TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
-        seq         INTEGER NOT NULL,
-        text        TEXT NOT NULL,
-        start_char  BIGINT NOT NULL,
-        end_char    BIGINT NOT NULL,
-        pages       TEXT NOT NULL DEFAULT '[]',
-        token_count BIGINT NOT NULL,
-        PRIMARY KEY (doc_id, seq)
-    );
-
-    CREATE TABLE failures (
-        root       TEXT NOT NULL,
-        path       TEXT NOT NULL,
-        error      TEXT NOT NULL,
-        attempts   INTEGER NOT NULL DEFAULT 1,
-        first_seen TEXT NOT NULL,
-        last_seen  TEXT NOT NULL,
-        PRIMARY KEY (root, path)
-    );
-
-    CREATE TABLE runs (
-        id                BIGSERIAL PRIMARY KEY,
-        kind              TEXT NOT NULL,
-        started_at        TEXT NOT NULL,
-        finished_at       TEXT,
-        status            TEXT NOT NULL DEFAULT 'running',
-        settings          TEXT NOT NULL DEFAULT '{}',
-        llm_calls         BIGINT NOT NULL DEFAULT 0,
-        prompt_tokens     BIGINT NOT NULL DEFAULT 0,
-        completion_tokens BIGINT NOT NULL DEFAULT 0,
-        usage             TEXT NOT NULL DEFAULT '{}',
-        documents         TEXT NOT NULL DEFAULT '{}',
-        backend_pid       INTEGER NOT NULL DEFAULT pg_backend_pid()  -- who runs it: alive while this backend is
-    );
-
-    CREATE TABLE calls (
-        id                BIGSERIAL PRIMARY KEY,
-        run_id            BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        kind              TEXT NOT NULL,
-        model             TEXT NOT NULL,
-        prompt_tokens     BIGINT NOT NULL DEFAULT 0,
-        completion_tokens BIGINT NOT NULL DEFAULT 0,
-        seconds           DOUBLE PRECISION NOT NULL DEFAULT 0,
-        ok                BOOLEAN NOT NULL,
-        at                TEXT NOT NULL
-    );
-    CREATE INDEX calls_run ON calls(run_id);
-
-    CREATE TABLE meta (
-        key   TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-    );
-    INSERT INTO meta (key, value) VALUES ('store_id', to_json(gen_random_uuid()::text)::text);
-
-    CREATE TABLE claims (
-        doc_id      TEXT PRIMARY KEY,
-        owner       TEXT NOT NULL,
-        backend_pid INTEGER NOT NULL,
-        expires_at  TIMESTAMPTZ NOT NULL
-    );
-    """,
-    # v2: writers keep docsum.summary_vectors (pgvector, made when the
-    # extension is there: docsum.store.pgvector) in step with each document's
-    # embedding. A docsum that knows only v1 would leave it stale, so it must
-    # refuse this store; the table itself is made on demand, not here.
-    """
-    INSERT INTO meta (key, value) VALUES ('vector_table', '"summary_vectors"') ON CONFLICT (key) DO NOTHING;
-    """,
-]
 
 
 def _psycopg() -> Any:
@@ -257,17 +134,17 @@ class PostgresStore:
         conn = cls._connect(url)
         try:
             with _errors(url):
-                version = _schema_version(conn)
+                version = pgschema.schema_version(conn)
                 if version is None and (not create or readonly):
                     raise FileNotFoundError(errno.ENOENT, "no docsum store here", display_location(url))
-                if version is not None and version > len(PG_MIGRATIONS):
+                if version is not None and version > len(pgschema.PG_MIGRATIONS):
                     raise StoreVersionError(
                         f"{display_location(url)}: written by a newer docsum (schema v{version}, this one knows up "
-                        f"to v{len(PG_MIGRATIONS)}); upgrade docsum"
+                        f"to v{len(pgschema.PG_MIGRATIONS)}); upgrade docsum"
                     )
-                if version is None or version < len(PG_MIGRATIONS):
+                if version is None or version < len(pgschema.PG_MIGRATIONS):
                     # Even a reader upgrades an older schema, as with SQLite.
-                    _migrate(conn, url)
+                    pgschema.migrate(conn, display_location(url))
                 if readonly:
                     conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
             store = cls(url, conn, readonly, claim_seconds)
@@ -283,7 +160,7 @@ class PostgresStore:
         conn = cls._connect(url)
         try:
             with _errors(url):
-                return _schema_version(conn) is not None
+                return pgschema.schema_version(conn) is not None
         finally:
             conn.close()
 
@@ -332,7 +209,7 @@ class PostgresStore:
     @property
     def schema_version(self) -> int:
         with _errors(self._url):
-            return _schema_version(self.conn) or 0
+            return pgschema.schema_version(self.conn) or 0
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[psycopg.Connection[Any]]:
@@ -777,67 +654,9 @@ def _insert_call(conn: psycopg.Connection[Any], call: CallRow) -> None:
     )
 
 
-def _schema_version(conn: psycopg.Connection[Any]) -> int | None:
-    """The schema version, or None when the database holds no docsum store."""
-    row = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.schema_version",)).fetchone()
-    if row is None or row[0] is None:
-        return None
-    found = conn.execute(f"SELECT version FROM {SCHEMA}.schema_version").fetchone()
-    return int(found[0]) if found else 0
-
-
 def _pipeline(conn: psycopg.Connection[Any]) -> contextlib.AbstractContextManager[Any]:
     """psycopg's pipeline mode where this libpq has it (14 and later), else nothing."""
     return conn.pipeline() if _psycopg().Pipeline.is_supported() else contextlib.nullcontext()
-
-
-def _foreign_schema(conn: psycopg.Connection[Any]) -> bool:
-    """Whether a schema named docsum exists with something in it but no
-    docsum version table: another application's, which docsum must not fill.
-    Read from pg_class itself, not to_regclass: another builder may have just
-    made the store, and this session's catalog cache may not know yet."""
-    row = conn.execute(
-        "SELECT count(*) FILTER (WHERE c.relname = 'schema_version'), count(*) "
-        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s",
-        (SCHEMA,),
-    ).fetchone()
-    return bool(row is not None and row[0] == 0 and row[1] > 0)
-
-
-def _migrate(conn: psycopg.Connection[Any], url: str) -> None:
-    """Bring the schema to the newest version, one transaction per migration,
-    serialized between processes by an advisory lock."""
-    migrations = PG_MIGRATIONS  # looked up at call time (tests substitute their own list)
-    while True:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            if _foreign_schema(conn):
-                raise DocsumError(
-                    f"{display_location(url)}: the schema {SCHEMA!r} holds tables docsum did not make; "
-                    "refusing to touch it (use another database)"
-                )
-            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-            conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.schema_version (version INTEGER NOT NULL)")
-            current = _schema_version(conn) or 0
-            row = conn.execute(f"SELECT count(*) FROM {SCHEMA}.schema_version").fetchone()
-            if row[0] == 0:
-                conn.execute(f"INSERT INTO {SCHEMA}.schema_version (version) VALUES (0)")
-            if current > len(migrations):
-                raise StoreVersionError(
-                    f"{display_location(url)}: written by a newer docsum (schema v{current}); upgrade docsum"
-                )
-            if current == len(migrations):
-                return
-            conn.execute(migrations[current])
-            conn.execute(f"UPDATE {SCHEMA}.schema_version SET version = %s", (current + 1,))
-
-
-def _parse_cursor(cursor: str | None, store_id: str) -> str | None:
-    """The xmin a cursor carries, or None when it cannot be trusted for this store."""
-    if not cursor:
-        return None
-    owner, _, xmin = cursor.rpartition(":")
-    return xmin if owner == store_id and xmin.isdigit() else None
 
 
 @contextlib.contextmanager

@@ -1,0 +1,186 @@
+"""The PostgreSQL store's schema: its migrations, applied in order under an
+advisory lock, and the checks that keep docsum off a schema it did not make
+(docsum.store.postgres opens stores through this)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from docsum.errors import DocsumError, StoreVersionError
+
+if TYPE_CHECKING:
+    import psycopg
+
+SCHEMA = "docsum"
+_MIGRATION_LOCK = 0x646F6373  # "docs": one advisory lock key for migrations
+
+# Index i brings the schema from version i to i+1; append only, like the SQLite list.
+PG_MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE documents (
+        doc_id              TEXT PRIMARY KEY,
+        path                TEXT NOT NULL,
+        root                TEXT NOT NULL,
+        size                BIGINT NOT NULL,
+        mtime_ns            BIGINT NOT NULL,
+        sha256              TEXT NOT NULL,
+        title               TEXT NOT NULL DEFAULT '',
+        kind                TEXT NOT NULL,
+        token_count         BIGINT NOT NULL,
+        page_count          INTEGER,
+        split_fingerprint   TEXT NOT NULL,
+        summary_fingerprint TEXT NOT NULL,
+        summary             TEXT NOT NULL,
+        summary_model       TEXT NOT NULL,
+        embedding           BYTEA,
+        embedding_model     TEXT,
+        added_at            TEXT NOT NULL,
+        updated_at          TEXT NOT NULL,
+        txid                XID8 NOT NULL DEFAULT pg_current_xact_id()
+    );
+    CREATE UNIQUE INDEX documents_root_path ON documents(root, path);
+    CREATE INDEX documents_path_root ON documents(path, root);
+    CREATE INDEX documents_txid ON documents(txid);
+
+    CREATE TABLE removed_documents (
+        doc_id TEXT NOT NULL,
+        txid   XID8 NOT NULL DEFAULT pg_current_xact_id()
+    );
+    CREATE INDEX removed_documents_txid ON removed_documents(txid);
+
+    CREATE FUNCTION stamp_document() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.txid := pg_current_xact_id();
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER documents_stamp BEFORE INSERT OR UPDATE ON documents
+        FOR EACH ROW EXECUTE FUNCTION stamp_document();
+
+    CREATE FUNCTION bury_document() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO removed_documents (doc_id) VALUES (OLD.doc_id);
+        RETURN OLD;
+    END $$;
+    CREATE TRIGGER documents_tombstone AFTER DELETE ON documents
+        FOR EACH ROW EXECUTE FUNCTION bury_document();
+
+    CREATE TABLE nodes (
+        doc_id      TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+        seq         INTEGER NOT NULL,
+        text        TEXT NOT NULL,
+        start_char  BIGINT NOT NULL,
+        end_char    BIGINT NOT NULL,
+        pages       TEXT NOT NULL DEFAULT '[]',
+        token_count BIGINT NOT NULL,
+        PRIMARY KEY (doc_id, seq)
+    );
+
+    CREATE TABLE failures (
+        root       TEXT NOT NULL,
+        path       TEXT NOT NULL,
+        error      TEXT NOT NULL,
+        attempts   INTEGER NOT NULL DEFAULT 1,
+        first_seen TEXT NOT NULL,
+        last_seen  TEXT NOT NULL,
+        PRIMARY KEY (root, path)
+    );
+
+    CREATE TABLE runs (
+        id                BIGSERIAL PRIMARY KEY,
+        kind              TEXT NOT NULL,
+        started_at        TEXT NOT NULL,
+        finished_at       TEXT,
+        status            TEXT NOT NULL DEFAULT 'running',
+        settings          TEXT NOT NULL DEFAULT '{}',
+        llm_calls         BIGINT NOT NULL DEFAULT 0,
+        prompt_tokens     BIGINT NOT NULL DEFAULT 0,
+        completion_tokens BIGINT NOT NULL DEFAULT 0,
+        usage             TEXT NOT NULL DEFAULT '{}',
+        documents         TEXT NOT NULL DEFAULT '{}',
+        backend_pid       INTEGER NOT NULL DEFAULT pg_backend_pid()  -- who runs it: alive while this backend is
+    );
+
+    CREATE TABLE calls (
+        id                BIGSERIAL PRIMARY KEY,
+        run_id            BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        kind              TEXT NOT NULL,
+        model             TEXT NOT NULL,
+        prompt_tokens     BIGINT NOT NULL DEFAULT 0,
+        completion_tokens BIGINT NOT NULL DEFAULT 0,
+        seconds           DOUBLE PRECISION NOT NULL DEFAULT 0,
+        ok                BOOLEAN NOT NULL,
+        at                TEXT NOT NULL
+    );
+    CREATE INDEX calls_run ON calls(run_id);
+
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    INSERT INTO meta (key, value) VALUES ('store_id', to_json(gen_random_uuid()::text)::text);
+
+    CREATE TABLE claims (
+        doc_id      TEXT PRIMARY KEY,
+        owner       TEXT NOT NULL,
+        backend_pid INTEGER NOT NULL,
+        expires_at  TIMESTAMPTZ NOT NULL
+    );
+    """,
+    # v2: writers keep docsum.summary_vectors (pgvector, made when the
+    # extension is there: docsum.store.pgvector) in step with each document's
+    # embedding. A docsum that knows only v1 would leave it stale, so it must
+    # refuse this store; the table itself is made on demand, not here.
+    """
+    INSERT INTO meta (key, value) VALUES ('vector_table', '"summary_vectors"') ON CONFLICT (key) DO NOTHING;
+    """,
+]
+
+
+def schema_version(conn: psycopg.Connection[Any]) -> int | None:
+    """The schema version, or None when the database holds no docsum store."""
+    row = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.schema_version",)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    found = conn.execute(f"SELECT version FROM {SCHEMA}.schema_version").fetchone()
+    return int(found[0]) if found else 0
+
+
+def _foreign_schema(conn: psycopg.Connection[Any]) -> bool:
+    """Whether a schema named docsum exists with something in it but no
+    docsum version table: another application's, which docsum must not fill.
+    Read from pg_class itself, not to_regclass: another builder may have just
+    made the store, and this session's catalog cache may not know yet."""
+    row = conn.execute(
+        "SELECT count(*) FILTER (WHERE c.relname = 'schema_version'), count(*) "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s",
+        (SCHEMA,),
+    ).fetchone()
+    return bool(row is not None and row[0] == 0 and row[1] > 0)
+
+
+def migrate(conn: psycopg.Connection[Any], where: str) -> None:
+    """Bring the schema to the newest version, one transaction per migration,
+    serialized between processes by an advisory lock."""
+    migrations = PG_MIGRATIONS  # looked up at call time (tests substitute their own list)
+    while True:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            if _foreign_schema(conn):
+                raise DocsumError(
+                    f"{where}: the schema {SCHEMA!r} holds tables docsum did not make; "
+                    "refusing to touch it (use another database)"
+                )
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.schema_version (version INTEGER NOT NULL)")
+            current = schema_version(conn) or 0
+            row = conn.execute(f"SELECT count(*) FROM {SCHEMA}.schema_version").fetchone()
+            if row[0] == 0:
+                conn.execute(f"INSERT INTO {SCHEMA}.schema_version (version) VALUES (0)")
+            if current > len(migrations):
+                raise StoreVersionError(
+                    f"{where}: written by a newer docsum (schema v{current}); upgrade docsum"
+                )
+            if current == len(migrations):
+                return
+            conn.execute(migrations[current])
+            conn.execute(f"UPDATE {SCHEMA}.schema_version SET version = %s", (current + 1,))
