@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -67,9 +68,27 @@ def stored(url: str) -> int:
         return int(conn.execute("SELECT count(*) FROM docsum.documents").fetchone()[0])
 
 
+def server_cpu_s(server: PostgresServer) -> float:
+    """CPU seconds of the PostgreSQL server: the postmaster's own and its
+    exited children's (each builder connection is a backend that exits with it)."""
+    assert server.proc is not None
+    fields = Path(f"/proc/{server.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
+    return (utime + stime + cutime + cstime) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_now(server: PostgresServer) -> dict[str, float]:
+    """CPU seconds so far: builders (waited-for children), this process (the
+    fake server's threads), the PostgreSQL server."""
+    children, me = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    return {"builders": children.ru_utime + children.ru_stime, "fake_server": me.ru_utime + me.ru_stime,
+            "postgresql": server_cpu_s(server)}  # fmt: skip
+
+
 def build_round(server: PostgresServer, corpus: Path, builders: int, docs: int, kill_halfway: bool) -> dict[str, Any]:
     url = server.url(server.new_database())
     home = Path(tempfile.mkdtemp(prefix="bench-home-"))
+    load_before, cpu_before = os.getloadavg()[0], cpu_now(server)
     with FakeOpenAI(latency=0.3) as fake:
         args = [*DOCSUM, "build", str(corpus), "--store", url, "--json", "--concurrency", "4",
                 "--base-url", fake.base_url, "--model", "fake-chat"]  # fmt: skip
@@ -84,7 +103,8 @@ def build_round(server: PostgresServer, corpus: Path, builders: int, docs: int, 
             killed_at = stored(url)
         outs = [p.communicate()[0] for p in procs]
         wall = time.monotonic() - started
-        prompts = [r.prompt for r in fake.chat_requests()]
+        requests = fake.chat_requests()
+        prompts = [r.prompt for r in requests]
     per_doc: dict[str, int] = {}
     for prompt in prompts:
         for token in prompt.split():
@@ -94,7 +114,19 @@ def build_round(server: PostgresServer, corpus: Path, builders: int, docs: int, 
     codes = [p.returncode for p in procs]
     reports = [json.loads(o) for o, c in zip(outs, codes) if c == 0 and o.strip()]
     shutil.rmtree(home, ignore_errors=True)
+    time.sleep(1)  # the backends of the builders' connections exit
+    # Where the wall time went: before the first request (start-up, reading
+    # the folder), while requests ran (how many at once, on average, of the
+    # 4 per builder allowed), after the last one (the vector file, exit).
+    first = min(r.started for r in requests) - started
+    last = max(r.finished or r.started for r in requests) - started
+    busy = sum(max(0.0, (r.finished or r.started) - r.started) for r in requests)
+    timeline = {"first_call_s": round(first, 1), "last_call_done_s": round(last, 1),
+                "mean_requests_in_flight": round(busy / max(1e-9, last - first), 1)}  # fmt: skip
+    cpu = {k: round(v - cpu_before[k], 1) for k, v in cpu_now(server).items()}
     return {
+        "cpu_s": cpu, "cpu_cores_used": round(sum(cpu.values()) / wall, 2), **timeline,
+        "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "builders": builders, "killed": kill_halfway, "wall_s": round(wall, 2), "calls": len(prompts),
         "documents": docs, "stored": stored(url), "docs_summarized_twice": sum(1 for n in per_doc.values() if n > 1),
         "exit_codes": codes, "stored_when_killed": killed_at,
@@ -173,7 +205,8 @@ def ask_round(server: PostgresServer, count: int) -> dict[str, Any]:
                 "first": {"wall_s": first[0], "rss_mb": first[1]},
                 "next_median": {"wall_s": statistics.median(w[0] for w in warm), "rss_mb": statistics.median(w[1] for w in warm)},
             }
-            top[name] = [[d["path"] for d in timed_ask(location, home, fake, q)[2]["documents"]] for q in ASK_QUESTIONS]
+            top[name] = [[(d["path"], d["score"]) for d in timed_ask(location, home, fake, q)[2]["documents"]]
+                         for q in ASK_QUESTIONS]  # fmt: skip
             print(json.dumps({name: out[name]}), flush=True)
         # 100 documents change on the server: the next question fetches only
         # them (local file) or finds them in the table (pgvector).
@@ -184,11 +217,15 @@ def ask_round(server: PostgresServer, count: int) -> dict[str, Any]:
             after = [timed_ask(stores[name], scratch / f"home-{name}", fake) for _ in range(3)]
             out[name]["after_100_changed_median"] = {
                 "wall_s": statistics.median(a[0] for a in after), "rss_mb": statistics.median(a[1] for a in after)}
-    # HNSW is approximate: how many of the exact top 10 (SQLite) it returns.
-    out["pgvector_top10_overlap_with_exact"] = [
-        len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(top["postgresql_pgvector"], top["sqlite"])
+    # HNSW is approximate: the share of its top 10 that belongs in the exact
+    # top 10 (SQLite's), a document tied with the exact 10th counting as in.
+    out["pgvector_top10_recall"] = [
+        sum(score >= exact[-1][1] - 1e-6 for _, score in found) / max(1, len(exact))
+        for found, exact in zip(top["postgresql_pgvector"], top["sqlite"])
     ]
-    out["local_file_top10_same_as_sqlite"] = top["postgresql_local_file"] == top["sqlite"]
+    out["local_file_top10_same_as_sqlite"] = [[p for p, _ in t] for t in top["postgresql_local_file"]] == [
+        [p for p, _ in t] for t in top["sqlite"]
+    ]
     shutil.rmtree(scratch, ignore_errors=True)
     return out
 
