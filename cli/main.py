@@ -345,15 +345,18 @@ def config_show(*, common: Common) -> int:
     search = _vector_search(location)
     config = config_file_path()
     embedder = describe_embedder(common.settings)
+    limits = common.settings.limits
     if common.json:
         common.env.out_json({"store": store, "store_backend": "postgresql" if is_postgres(location) else "sqlite",
                              "vector_search": search, "embedder": embedder, "config_file": str(config),
-                             "config_file_exists": config.is_file(), "settings": rows})
+                             "config_file_exists": config.is_file(), "limits": dataclasses.asdict(limits), "settings": rows})
         return ExitCode.OK
     common.env.out(f"config file = {config}{'' if config.is_file() else '  (not found; defaults and environment apply)'}")
     common.env.out(f"store = {store}")
     common.env.out(f"vector search = {search}")
     common.env.out(f"embedder = {embedder}")
+    common.env.out(f"limits = {limits.requests} LLM requests, {limits.documents} documents and {limits.questions} questions "
+                   f"at once, {limits.embed_batch} summaries per embedding request (from concurrency)")
     for row in rows:
         common.env.out(f"{row['name']} = {row['value']!r}  ({row['source']})")
     return ExitCode.OK

@@ -47,7 +47,7 @@ class Settings:
     @property
     def limits(self) -> Limits:
         """How much runs at once, from --concurrency (see docsum.settings.Limits)."""
-        return Limits.of(self.values.get("concurrency") or default("concurrency"))
+        return Limits.of(self.values["concurrency"])
 
     def given(self, name: str) -> bool:
         """Whether the command line set `name`."""
