@@ -168,10 +168,11 @@ def ask(
     if custom is not None:
         options.synthesizer = custom(llm, streaming=streaming)
     store_path = common.store_path()
+    items = _read_question_file(questions) if questions is not None else None
     common.start()
     _note_ignored(common, llm.metadata.extractive, options)
-    if questions is not None:
-        return _ask_many(common, llm, questions, options, explain)
+    if items is not None:
+        return _ask_many(common, llm, items, options, explain)
     assert question is not None
     explain_to = (lambda msg: env.error(f"explain: {msg}")) if explain else None
     # Intermediate calls (refine steps, tree levels) are progress: shown on a
@@ -203,11 +204,10 @@ def ask(
     return ExitCode.OK
 
 
-def _ask_many(common: Common, llm: LLM, source: str, options: AskOptions, explain: bool) -> int:
-    """`docsum ask --questions SOURCE`: JSON lines out as answers finish."""
-    from docsum.query.ask import ask_many, exit_code_of, read_questions, worst_exit_code
+def _read_question_file(source: str) -> list[Question]:
+    """The questions of `--questions SOURCE` (a file, or - for stdin)."""
+    from docsum.query.ask import read_questions
 
-    env = common.env
     where = "stdin" if source == "-" else source
     try:
         if source == "-":
@@ -217,7 +217,14 @@ def _ask_many(common: Common, llm: LLM, source: str, options: AskOptions, explai
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(f"{where}: cannot read the questions ({reason})") from None
-    items = read_questions(lines, where)
+    return read_questions(lines, where)
+
+
+def _ask_many(common: Common, llm: LLM, items: list[Question], options: AskOptions, explain: bool) -> int:
+    """`docsum ask --questions SOURCE`: JSON lines out as answers finish."""
+    from docsum.query.ask import ask_many, exit_code_of, worst_exit_code
+
+    env = common.env
     codes: list[int] = []
 
     def answered(item: Question, result: AskResult | DocsumError) -> None:

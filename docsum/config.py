@@ -261,8 +261,8 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
 
 
 def build_options(settings: Settings, paths: list[Path]) -> BuildOptions:
-    """The options of `docsum build PATHS` with these settings."""
-    from docsum.build.pipeline import BuildOptions
+    """The options of `docsum build PATHS` with these settings, checked."""
+    from docsum.build.pipeline import BuildOptions, check_build_options
     from docsum.models.prompts import load_template_file
 
     options = _record(
@@ -284,6 +284,7 @@ def build_options(settings: Settings, paths: list[Path]) -> BuildOptions:
             # Without it the document never reaches the model: every summary
             # would be paid for and say nothing about its document.
             raise ConfigError(f"{prompt}: a summary prompt must contain {{context_str}} (where the document goes)")
+    check_build_options(options)
     return options
 
 

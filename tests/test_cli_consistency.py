@@ -90,6 +90,13 @@ def test_a_usage_error_comes_alone_before_any_engine_notice(store: Path, args: l
     assert result.stderr.splitlines() == [result.stderr.strip()] and result.stderr.startswith("docsum: error:"), result.stderr
 
 
+@pytest.mark.parametrize("args", [["ask", "--questions", "missing.jsonl"], ["build", "missing-folder"], ["eval", "missing.jsonl"]])
+def test_a_file_named_on_the_command_line_is_checked_before_the_notice(tmp_path: Path, args: list[str]) -> None:
+    result = run_cli(*args[:-1], tmp_path / args[-1], "--store", tmp_path / "s.sqlite")
+    assert result.code == 2, result
+    assert result.stderr.splitlines() == [result.stderr.strip()] and "missing" in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("command", [["ask", "bees?"], ["build", "."], ["eval", "questions.jsonl"]])
 def test_an_error_during_the_run_follows_the_engine_notice(tmp_path: Path, command: list[str]) -> None:
     """Once the command goes on to work, the notice comes first, then the error."""

@@ -921,9 +921,10 @@ class _Breaker:
         )
 
 
-def _check_options(options: BuildOptions) -> None:
+def check_build_options(options: BuildOptions) -> None:
     """Everything about the options that can be wrong, before anything is
-    read, locked or pruned."""
+    read, locked or pruned (docsum.config.build_options checks them too, so
+    the command line reports them before it says anything else)."""
     _check_paths(options.paths)
     exclusion_spec(options.exclude, "--exclude")  # a bad pattern is exit 2 now, not a failed walk
 
@@ -949,7 +950,7 @@ async def build(store_path: StoreLocation, llm: LLM, options: BuildOptions, repo
     `options.paths`. A SQLite store is held by its build lock for the whole
     run; builders sharing a PostgreSQL store claim documents one by one
     instead. A dry run takes no lock and writes nothing."""
-    _check_options(options)
+    check_build_options(options)
     if options.dry_run:
         if not store_exists(store_path):
             # Plan against an empty scratch store: a dry run creates nothing.
