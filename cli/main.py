@@ -21,7 +21,7 @@ from docsum.config import config_file_path, describe_embedder
 from docsum.errors import ConfigError, DocsumError, ExitCode
 from docsum.sanitize import clean_name, clean_text
 from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
-from docsum.schema import ResponseMode, ResponseStatus
+from docsum.schema import ResponseStatus
 from docsum.store.base import DocumentStore, display_location, is_postgres, open_store, store_exists
 
 from .common import Common, DocsumCommand, run_async, with_common
@@ -83,8 +83,6 @@ def _top(
 ) -> None:
     """Options that come before the command."""
 app.add_typer(config_app, name="config")
-
-MODES = [m.value for m in ResponseMode]
 
 
 @app.command(cls=DocsumCommand)
@@ -151,22 +149,19 @@ def ask(
     worst of the answers' exit codes (1 over 2 over 5 over 0)."""
     from docsum.config import ask_options
     from docsum.query.ask import ask as ask_question
-    from docsum.query.synthesize import EMPTY_ANSWER_REASON, load_synthesizer_class
+    from docsum.query.synthesizers import EMPTY_ANSWER_REASON
 
     from .render import print_answer
 
     settings = common.settings
-    questions, mode, explain = settings.questions, settings.mode, settings.explain
+    questions, explain = settings.questions, settings.explain
     if (question is None) == (questions is None):
         raise ConfigError("give either a QUESTION or --questions FILE")
-    custom = None if mode in MODES else load_synthesizer_class(mode)
     llm = common.llm()
     env = common.env
     stream = settings.stream
     streaming = (env.stdout_isatty if stream is None else stream) and not common.json and questions is None
     options = ask_options(settings, llm, stream=streaming)
-    if custom is not None:
-        options.synthesizer = custom(llm, streaming=streaming)
     store_path = common.store_path()
     items = _read_question_file(questions) if questions is not None else None
     common.start()

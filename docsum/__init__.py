@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 # `import docsum.store.sqlite` or the CLI's start-up does not pay for the engines,
 # numpy and the tokenizer until something needs them.
 _PUBLIC = {
-    "BaseSynthesizer": "docsum.query.synthesize",
+    "BaseSynthesizer": "docsum.query.synthesizers",
     "DocsumError": "docsum.errors",
     "ExitCode": "docsum.errors",
     "ExtractiveLLM": "docsum.models.extractive",
@@ -29,7 +29,7 @@ _PUBLIC = {
     "Response": "docsum.schema",
     "ResponseMode": "docsum.schema",
     "ResponseStatus": "docsum.schema",
-    "get_response_synthesizer": "docsum.query.synthesize",
+    "get_response_synthesizer": "docsum.query.synthesizers",
     "track_calls": "docsum.models.llm",
 }
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from docsum.models.extractive import ExtractiveLLM
     from docsum.models.llm import LLM, OpenAILLM, track_calls
     from docsum.models.prompts import PromptTemplate
-    from docsum.query.synthesize import BaseSynthesizer, get_response_synthesizer
+    from docsum.query.synthesizers import BaseSynthesizer, get_response_synthesizer
     from docsum.schema import Node, NodeWithScore, Response, ResponseMode, ResponseStatus
 
 

@@ -82,7 +82,7 @@ class Usage:
 
 class ResponseMode(str, enum.Enum):
     """How an answer is put together (docsum ask --mode). Here, not in
-    docsum.query.synthesize, so the CLI can list the modes without importing it."""
+    docsum.query.synthesizers, so the CLI can list the modes without importing them."""
 
     REFINE = "refine"
     COMPACT = "compact"

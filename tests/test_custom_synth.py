@@ -26,6 +26,23 @@ PLUGIN = textwrap.dedent(
         async def aget_response(self, query_str, text_chunks, **kw):
             answer = await self.llm.apredict(TEXT_QA_PROMPT, query_str=query_str, context_str="\\n\\n".join(text_chunks))
             return f"{len(text_chunks)} PASSAGES: " + answer.upper()
+
+
+    class Templated(BaseSynthesizer):
+        """Takes a QA template (so --template and --emotion reach it) and
+        shows what it was given; makes no call, and plans none."""
+
+        label = "templated"
+
+        def __init__(self, llm, *, text_qa_template=None, streaming=False):
+            super().__init__(llm, streaming=streaming)
+            self.text_qa_template = text_qa_template
+
+        def plan(self, query_str, text_chunks, **kw):
+            return 0
+
+        async def aget_response(self, query_str, text_chunks, **kw):
+            return "TEMPLATE: " + (self.text_qa_template.template if self.text_qa_template else "none")
     '''
 )
 
@@ -74,3 +91,28 @@ def test_a_class_that_is_not_a_synthesizer_is_refused(plugin_env: dict[str, str]
     done = run(["ask", "Anything?", "--mode", "json:JSONDecoder"], plugin_env)
     assert done.returncode == 2
     assert "not a BaseSynthesizer subclass" in done.stderr
+
+
+def test_answer_options_reach_a_custom_synthesizer_or_are_refused(plugin_env: dict[str, str], tmp_path: Path) -> None:
+    """--template, --emotion, --refine-template and --filter go to a custom
+    synthesizer whose constructor takes them, and are refused (exit 2, before
+    anything is read) by one that does not: never ignored in silence."""
+    template = tmp_path / "qa.txt"
+    template.write_text("MY TEMPLATE {context_str} {query_str}", encoding="utf-8")
+    spec = "shouty_plugin:Templated"
+    plain = run(["ask", "Who designed it?", "--mode", spec, "--json"], plugin_env)
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(plain.stdout)["answer"] == "TEMPLATE: none"  # nothing given: its own default
+    given = run(["ask", "Who designed it?", "--mode", spec, "--template", str(template), "--json"], plugin_env)
+    assert json.loads(given.stdout)["answer"] == "TEMPLATE: MY TEMPLATE {context_str} {query_str}"
+    moved = run(["ask", "Who designed it?", "--mode", spec, "--emotion", "EP02", "--explain"], plugin_env)
+    assert moved.returncode == 0, moved.stderr
+    assert "TEMPLATE: " in moved.stdout and "This is very important to my career." in moved.stdout
+    # The class's plan is what --explain reports.
+    assert f"0 LLM call(s) in {spec} mode" in moved.stderr
+    refused = run(["ask", "Who designed it?", "--mode", spec, "--filter"], plugin_env)
+    assert refused.returncode == 2, refused
+    assert f"docsum: error: --filter (structured answer filtering) does not apply to the synthesizer {spec}" in refused.stderr
+    refused = run(["ask", "Who designed it?", "--mode", "shouty", "--emotion", "EP01"], plugin_env)
+    assert refused.returncode == 2, refused
+    assert "--emotion does not apply to the synthesizer shouty (its constructor takes no text_qa_template" in refused.stderr

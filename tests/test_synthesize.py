@@ -28,17 +28,15 @@ from docsum.models.prompts import (
     structured,
 )
 from docsum.query.budget import PromptBudget
-from docsum.query.synthesize import (
+from docsum.query.synthesizers import (
     ACCUMULATE_SEPARATOR,
     BaseSynthesizer,
-    ResponseMode,
     get_response_synthesizer,
     is_meta_answer,
     iter_tokens,
     parse_structured,
-    planned_calls,
 )
-from docsum.schema import Node, NodeWithScore, Response, ResponseStatus
+from docsum.schema import Node, NodeWithScore, Response, ResponseMode, ResponseStatus
 
 WINDOW = 600
 OUTPUT = 64
@@ -190,7 +188,7 @@ def test_refine_oversize_first_chunk_leaves_room_for_a_full_answer(fake_llm: Fak
     synth = get_response_synthesizer("refine", llm=llm)
     resp = synth.synthesize(Q, nodes(big))
     reqs = fake_llm.chat_requests()
-    assert len(reqs) == planned_calls(synth, Q, [big]) and len(reqs) > 1
+    assert len(reqs) == synth.plan(Q, [big]) and len(reqs) > 1
     assert "Current answer:" not in user_of(reqs[0])
     assert all("Current answer: ans honey" in user_of(r) for r in reqs[1:])
     assert all(fits(llm, r) for r in reqs), [llm.count_messages(r.messages) for r in reqs]
@@ -221,7 +219,7 @@ def test_compact_packs_then_refines_over_the_parts(fake_llm: FakeOpenAI) -> None
     parts = _compact_parts(llm, chunks)
     assert 1 < len(parts) < len([c for c in chunks if c.strip()])  # packing saved calls
     synth = get_response_synthesizer("compact", llm=llm)
-    assert planned_calls(synth, Q, chunks) == len(parts)
+    assert synth.plan(Q, chunks) == len(parts)
     resp = synth.synthesize(Q, nodes(*chunks))
     reqs = fake_llm.chat_requests()
     assert len(reqs) == len(parts) == resp.usage.llm_calls
@@ -257,7 +255,7 @@ def test_tree_summarize_level_runs_concurrently_then_one_final_call(fake_llm: Fa
     assert len(parts) >= 3
     fake_llm.responder = by_first_word(lambda w: f"summary of {w}", delay=lambda w: 0.15)
     synth = get_response_synthesizer("tree_summarize", llm=llm)
-    assert planned_calls(synth, Q, chunks) == len(parts) + 1
+    assert synth.plan(Q, chunks) == len(parts) + 1
     resp = synth.synthesize(Q, nodes(*chunks))
     reqs = fake_llm.chat_requests()
     assert len(reqs) == len(parts) + 1
@@ -327,7 +325,7 @@ def test_simple_summarize_one_call_and_truncation_warns(fake_llm: FakeOpenAI, ca
     with caplog.at_level(logging.WARNING, logger="docsum"):
         resp = synth.synthesize(Q, nodes(*chunks))
     (req,) = fake_llm.chat_requests()
-    assert resp.usage.llm_calls == 1 and planned_calls(synth, Q, chunks) == 1
+    assert resp.usage.llm_calls == 1 and synth.plan(Q, chunks) == 1
     assert fits(llm, req)
     ctx = context_of(req)
     assert "\n".join(chunks).startswith(ctx) and "beta" not in ctx
@@ -357,7 +355,7 @@ def test_accumulate_splits_oversize_chunks_and_numbers_the_pieces(fake_llm: Fake
     pieces = PromptBudget(llm.metadata).repack(qa(), [big])
     fake_llm.responder = by_first_word(lambda w: f"on {w}")
     synth = get_response_synthesizer("accumulate", llm=llm)
-    assert planned_calls(synth, Q, [small, big]) == 1 + len(pieces)
+    assert synth.plan(Q, [small, big]) == 1 + len(pieces)
     resp = synth.synthesize(Q, nodes(small, big))
     expected = [f"on {small.split()[0]}"] + [f"on {p.split()[0]}" for p in pieces]
     assert resp.response == ACCUMULATE_SEPARATOR.join(f"Response {i}: {a}" for i, a in enumerate(expected, start=1))
@@ -396,7 +394,7 @@ def test_no_text_and_context_only_need_no_llm() -> None:
     resp = ctx.synthesize(Q, ns)
     assert resp.response == "First passage.\n\nSecond passage."
     assert resp.usage.llm_calls == 0 and resp.calls == []
-    assert planned_calls(no_text, Q, ["x"]) == 0 and planned_calls(ctx, Q, ["x"]) == 0
+    assert no_text.plan(Q, ["x"]) == 0 and ctx.plan(Q, ["x"]) == 0
 
 
 def test_no_text_and_context_only_make_no_request(fake_llm: FakeOpenAI) -> None:
@@ -565,7 +563,7 @@ def test_streaming_only_the_final_call_streams(fake_llm: FakeOpenAI, mode: str) 
     llm = make_llm(fake_llm)
     synth = get_response_synthesizer(mode, llm=llm, streaming=True)
     chunks = STREAM_CASES[mode]
-    expected_calls = planned_calls(synth, Q, chunks)
+    expected_calls = synth.plan(Q, chunks)
 
     async def run() -> tuple[Response, list[str], int]:
         resp = await synth.asynthesize(Q, nodes(*chunks))
@@ -646,7 +644,7 @@ def test_every_mode_works_with_the_offline_engine(mode: str) -> None:
     assert resp.status == ResponseStatus.OK
     if mode != "no_text":
         assert resp.response
-    planned = planned_calls(synth, "When do bees swarm?", chunks)
+    planned = synth.plan("When do bees swarm?", chunks)
     if mode != "tree_summarize":
         assert resp.usage.llm_calls == planned
 

@@ -40,7 +40,7 @@ from docsum.store.lock import BuildLock
 from docsum.store.records import CallRow, DocumentRecord, NodeRecord, StoredVersion, make_doc_id
 from docsum.store.sqlite import Store
 from docsum.store.base import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
-from docsum.query.synthesize import TreeSummarize, planned_calls
+from docsum.query.synthesizers import TreeSummarize
 from docsum.store.vectors import refresh_vectors
 
 log = logging.getLogger("docsum")
@@ -598,13 +598,13 @@ class Builder:
             return FileOutcome(work.found.relpath, "failed", unexpected_reason(exc))
         if work.resplit_only:
             return FileOutcome(work.found.relpath, action, nodes=len(chunks), extractor=loaded.extractor)
-        calls = planned_calls(self.summarizer, self.query, [loaded.text]) or 0
+        calls = self.summarizer.plan(self.query, [loaded.text]) or 0
         return FileOutcome(
             work.found.relpath, action, nodes=len(chunks), calls=calls,
-            prompt_tokens=self._planned_prompt_tokens(loaded.text, calls), extractor=loaded.extractor,
+            prompt_tokens=self._planned_prompt_tokens(loaded.text), extractor=loaded.extractor,
         )
 
-    def _planned_prompt_tokens(self, text: str, calls: int) -> int:
+    def _planned_prompt_tokens(self, text: str) -> int:
         """Prompt tokens the summary of `text` will send, counted exactly as
         the engines count a prompt locally (the rendered chat messages with
         their per-message overhead), so for a document that fits one prompt
@@ -616,16 +616,10 @@ class Builder:
         tokens = sum(self.llm.count_messages(template.format_messages(context_str=p)) for p in parts)
         overhead = self.llm.count_messages(template.format_messages(context_str=""))
         per_answer = self.llm.metadata.num_output
-        room = max(1, self.budget.available(template))
-        remaining = max(0, calls - len(parts))
-        level = len(parts)
-        while remaining > 0 and level > 1:
-            # Same level sizes as synthesize.planned_calls: the answers of
-            # `level` calls, packed into prompts of `room` tokens.
-            upper = min(remaining, max(1, -(-level * per_answer // room)))
-            tokens += upper * overhead + level * (per_answer + 1)  # +1: the blank line joining answers
-            remaining -= upper
-            level = upper
+        levels = self.summarizer.planned_levels(self.query, [text])
+        for below, calls in zip(levels, levels[1:]):
+            # `calls` prompts holding the `below` answers of the level under them.
+            tokens += calls * overhead + below * (per_answer + 1)  # +1: the blank line joining answers
         return tokens
 
     def _failed(self, root: str, rel: str, reason: str) -> FileOutcome:

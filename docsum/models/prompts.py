@@ -333,14 +333,23 @@ EMOTION_STIMULI: dict[str, str] = {
 }
 
 
-def with_emotion(template: PromptTemplate, stimulus_id: str | None) -> PromptTemplate:
-    """Insert a stimulus after the instructions, before the question line, as the
-    EmotionPrompt paper's setup does. `None`/"none" returns the template unchanged."""
+def emotion_key(stimulus_id: str | None) -> str | None:
+    """The EmotionPrompt stimulus `stimulus_id` names (EP01..EP11), None for
+    `None`/"none"; ConfigError (exit 2) for anything else."""
     if not stimulus_id or stimulus_id.lower() == "none":
-        return template
+        return None
     key = stimulus_id.upper()
     if key not in EMOTION_STIMULI:
         raise ConfigError(f"unknown emotion stimulus {stimulus_id!r}; use EP01..EP11 or none")
+    return key
+
+
+def with_emotion(template: PromptTemplate, stimulus_id: str | None) -> PromptTemplate:
+    """Insert a stimulus after the instructions, before the question line, as the
+    EmotionPrompt paper's setup does. `None`/"none" returns the template unchanged."""
+    key = emotion_key(stimulus_id)
+    if key is None:
+        return template
     stimulus = EMOTION_STIMULI[key].replace("{", "{{").replace("}", "}}")
     body = template.template
     marker = "Question: {query_str}"

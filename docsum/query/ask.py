@@ -16,7 +16,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, 
 
 from docsum.errors import ConfigError, ContextLengthError, DocsumError, ExitCode, LLMError
 from docsum.models.llm import LLM, closing_stream, recording_calls, track_calls
-from docsum.models.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, with_emotion
+from docsum.models.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, emotion_key, with_emotion
 from docsum.query.budget import PromptBudget
 from docsum.query.corpus import StoreCorpus
 from docsum.query.postprocess import (
@@ -29,13 +29,13 @@ from docsum.query.postprocess import (
 )
 from docsum.query.rating import planned_rating_calls
 from docsum.query.retrieve import Retrieval, SummaryCorpus, planned_choice_calls, retrieve
-from docsum.query.synthesize import (
+from docsum.query.synthesizers import (
+    AnswerOptions,
     BaseSynthesizer,
-    ResponseMode,
-    get_response_synthesizer,
+    Mode,
     guard_refine_stream,
     is_meta_answer,
-    planned_calls,
+    resolve_mode,
 )
 from docsum.schema import CallRecord, Node, NodeWithScore, Response, ResponseStatus, Usage
 from docsum.settings import DEFAULT_LIMITS, RETRIEVERS, Limits, check, default
@@ -76,9 +76,38 @@ class AskOptions:
     refine_template: PromptTemplate | None = None
     variables: dict[str, str] = field(default_factory=dict)
     stream: bool = False
-    synthesizer: BaseSynthesizer | None = None  # a custom one replaces `mode`
+    synthesizer: BaseSynthesizer | None = None  # a custom one, ready made, replaces `mode`
     max_calls: int | None = None  # refuse (exit 2) a question that plans more LLM calls
     limits: Limits = DEFAULT_LIMITS  # `questions` bounds ask_many
+    # `mode` resolved, once, when the options are made: a wrong name or an
+    # answer option the synthesizer would not use is exit 2 before anything
+    # is read or sent.
+    resolved_mode: Mode = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        given = {
+            "template": self.text_qa_template is not None,
+            "refine_template": self.refine_template is not None,
+            "structured_filter": self.structured_filter,
+            "emotion": emotion_key(self.emotion) is not None,
+        }
+        if self.synthesizer is None:
+            self.resolved_mode = resolve_mode(self.mode)
+            self.resolved_mode.refuse_untaken(**given)
+            return
+        # A synthesizer made by the caller was given its templates then.
+        passed = [name for name, value in given.items() if value]
+        if passed:
+            raise ConfigError(
+                f"{', '.join(passed)}: a ready-made synthesizer takes its templates and filtering "
+                "from its own constructor, not from the ask options"
+            )
+        self.resolved_mode = Mode(self.synthesizer.label, type(self.synthesizer))
+
+    @property
+    def label(self) -> str:
+        """What answers report the synthesizer by (`AskResult.mode`)."""
+        return self.resolved_mode.label
 
 
 @dataclass
@@ -131,30 +160,27 @@ class AskResult:
 
 
 def _empty(question: str, options: AskOptions, reason: str, **extra: Any) -> AskResult:
-    return AskResult(question, "", ResponseStatus.EMPTY, reason, options.mode, options.retriever, **extra)
+    return AskResult(question, "", ResponseStatus.EMPTY, reason, options.label, options.retriever, **extra)
 
 
-def _templates(options: AskOptions) -> tuple[PromptTemplate, PromptTemplate | None, PromptTemplate]:
+def _templates(options: AskOptions) -> tuple[PromptTemplate | None, PromptTemplate | None, PromptTemplate | None]:
+    """The QA, refine and summary templates the user's options make (None:
+    the synthesizer's own). A user's --template is the QA template and, in a
+    summarizing mode, the summary one; --emotion goes into both."""
+    if options.text_qa_template is None and emotion_key(options.emotion) is None:
+        return None, options.refine_template, None
     qa = options.text_qa_template or TEXT_QA_PROMPT
-    # A user's --template is the QA template and, in tree_summarize, the summary one.
     summary = options.text_qa_template.with_kind("summary") if options.text_qa_template else TREE_SUMMARIZE_PROMPT
-    qa, summary = with_emotion(qa, options.emotion), with_emotion(summary, options.emotion)
-    return qa, options.refine_template, summary
+    return with_emotion(qa, options.emotion), options.refine_template, with_emotion(summary, options.emotion)
 
 
 def make_synthesizer(llm: LLM | None, options: AskOptions, progress: Callable[[str], None] | None = None) -> BaseSynthesizer:
     if options.synthesizer is not None:
         return options.synthesizer
     qa, refine, summary = _templates(options)
-    return get_response_synthesizer(
-        options.mode,
-        llm=llm,
-        text_qa_template=qa,
-        refine_template=refine,
-        summary_template=summary,
-        structured_answer_filtering=options.structured_filter,
-        streaming=options.stream and not options.polish,
-        progress=progress,
+    return options.resolved_mode.create(
+        llm, AnswerOptions(qa, refine, summary, options.structured_filter),
+        streaming=options.stream and not options.polish, progress=progress,
     )
 
 
@@ -460,8 +486,8 @@ async def _answer(
             planned["rerank"] = planned_rating_calls(len(nodes), RERANK_BATCH_SIZE)
         if options.compress:
             planned["compress"] = len(nodes)
-        answer_calls = planned_calls(synth, question, [n.node.text for n in nodes], **options.variables)
-        planned[f"answer ({options.mode})"] = answer_calls
+        answer_calls = synth.plan(question, [n.node.text for n in nodes], **options.variables)
+        planned[f"answer ({options.label})"] = answer_calls
         if options.polish and answer_calls != 0:
             planned["polish"] = 1
         _check_call_limit(options, planned, f"{len(nodes)} passages of {len(found.chosen)} documents")
@@ -488,7 +514,7 @@ async def _answer(
         return _empty(question, options, reason, **base)
 
     tokens = sum(n.node.token_count or llm.metadata.tokenizer.count(n.node.text) for n in nodes)
-    planned = planned_calls(synth, question, [n.node.text for n in nodes], **options.variables)
+    planned = synth.plan(question, [n.node.text for n in nodes], **options.variables)
     # no_text and context_only make no call, so there is nothing to polish.
     polishing = options.polish and planned != 0
     planned_total = None if planned is None else planned + (1 if polishing else 0)
@@ -496,21 +522,17 @@ async def _answer(
     plan = {"documents": doc_count, "nodes": len(nodes), "tokens": tokens, "llm_calls": planned_total}
     say(
         f"plan: {doc_count} document(s) → {len(nodes)} node(s) → {tokens} tokens → "
-        f"{'?' if planned_total is None else planned_total} LLM call(s) in {options.mode} mode"
+        f"{'?' if planned_total is None else planned_total} LLM call(s) in {options.label} mode"
     )
 
-    answer_step = f"answer ({options.mode})" if options.synthesizer is None else "answer"
+    answer_step = f"answer ({options.label})"
     response: Response = await _in_step(answer_step, synth.asynthesize(question, nodes, **options.variables))
     sources = [
         {"doc_id": n.node.doc_id, "path": n.node.path, "pages": list(n.node.pages), "score": n.score, "text": n.node.text}
         for n in response.source_nodes
     ]
-    builtin = options.mode in {m.value for m in ResponseMode}
-    # A custom synthesizer is reported by what the user named (module:Class or
-    # an entry point), or by its class name when it came in through the library.
-    mode = options.mode if options.synthesizer is None or not builtin else type(synth).__name__
     result = AskResult(
-        question, response.response, response.status, response.reason, mode, found.retriever,
+        question, response.response, response.status, response.reason, options.label, found.retriever,
         sources=sources, plan=plan, **base,
     )
     if response.status is not ResponseStatus.OK:

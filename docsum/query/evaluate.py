@@ -202,6 +202,9 @@ async def evaluate(
     import time
 
     started = time.monotonic()
+    # The answer options (and so the mode) first: a wrong --mode is exit 2
+    # before any retrieval or call.
+    answer_options = AskOptions(mode=mode, retriever=retriever, top_k=top_k) if answers else None
     if not store_exists(store_path):
         where = display_location(store_path)
         raise ConfigError(f"no store at {where}; run `docsum build` on the question set's folder first")
@@ -266,8 +269,8 @@ async def evaluate(
         elif baseline is not None:
             raise ConfigError(f"unknown baseline {baseline!r}; the one baseline is 'chunks'")
 
-        if answers:
-            report.answers = await _score_answers(store_path, llm, questions, rows, mode, retriever, top_k)
+        if answer_options is not None:
+            report.answers = await _score_answers(store_path, llm, questions, rows, answer_options)
         report.details = list(rows)
         report.calls = list(calls)
 
@@ -283,12 +286,11 @@ async def evaluate(
 
 
 async def _score_answers(
-    store_path: StoreLocation, llm: LLM, questions: list[EvalQuestion], rows: list[dict[str, Any]], mode: str, retriever: str, top_k: int
+    store_path: StoreLocation, llm: LLM, questions: list[EvalQuestion], rows: list[dict[str, Any]], options: AskOptions
 ) -> dict[str, Any]:
     """Ask every question in full and grade the answer: an LLM judge when a
     model is configured, token overlap with the reference otherwise."""
     use_judge = not llm.metadata.extractive
-    options = AskOptions(mode=mode, retriever=retriever, top_k=top_k)
 
     async def one(q: EvalQuestion, row: dict[str, Any]) -> None:
         if not q.answer:
@@ -311,7 +313,7 @@ async def _score_answers(
             by_kind.setdefault(r["kind"], []).append(bool(r["answer"]["correct"]))
     return {
         "grader": "llm-judge" if use_judge else "token-overlap",
-        "mode": mode,
+        "mode": options.label,
         "graded": len(graded),
         "accuracy": round(sum(1 for g in graded if g["correct"]) / len(graded), 4) if graded else None,
         "by_kind": {k: round(sum(v) / len(v), 4) for k, v in by_kind.items()},
