@@ -339,7 +339,7 @@ async def ask_many(
     bounds requests in flight across all of them). `on_answer` gets each
     result, or the error that stopped it, as soon as it is known."""
     options.stream = False
-    _check_options(llm, options, None)
+    synth = _check_options(llm, options, None)  # one synthesizer serves every question
     gate = asyncio.Semaphore(options.limits.questions)
     with _open_corpus(store_path) as opened:
 
@@ -351,7 +351,6 @@ async def ask_many(
                 say = (lambda msg: explain(item, msg)) if explain is not None else None
                 try:
                     question = _check_question(llm, item.text, options)
-                    synth = make_synthesizer(llm, options, None)
                     result: AskResult | DocsumError = await _ask_in(opened, store_path, llm, question, options, synth, say)
                 except (LLMError, ConfigError) as exc:
                     result = exc
