@@ -124,12 +124,11 @@ def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit:
     from docsum.build.pipeline import build as build_store
 
     plan = run_async(lambda: build_store(store_path, llm, dataclasses.replace(options, dry_run=True)))
-    planned = plan.as_dict()["planned"]
-    if planned["llm_calls"] > limit:
-        actions = {a: sum(1 for p in plan.plan if p["action"] == a) for a in ("add", "update", "remove")}
+    if plan.planned_calls > limit:
+        actions = {a: sum(1 for p in plan.plan if p.action == a) for a in ("add", "update", "remove")}
         raise ConfigError(
-            f"this build plans {planned['llm_calls']} LLM calls ({actions['add']} file(s) to add, "
-            f"{actions['update']} to update, {actions['remove']} to remove; {planned['prompt_tokens']} prompt tokens), "
+            f"this build plans {plan.planned_calls} LLM calls ({actions['add']} file(s) to add, "
+            f"{actions['update']} to update, {actions['remove']} to remove; {plan.planned_prompt_tokens} prompt tokens), "
             f"more than --max-calls {limit}; nothing was sent (see `docsum build --dry-run`)"
         )
 

@@ -107,12 +107,12 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
     if report.dry_run:
         planned = data["planned"]
         for item in report.plan:
-            extra = f"  {item['error']}" if item["error"] else f"  {item['nodes']} nodes, {item['llm_calls']} calls, {item['prompt_tokens']} prompt tokens"
-            env.out(f"{item['action']:<9} {clean_name(item['path'])}{extra}")
+            extra = f"  {item.error}" if item.error else f"  {item.nodes} nodes, {item.calls} calls, {item.prompt_tokens} prompt tokens"
+            env.out(f"{item.action:<9} {clean_name(item.path)}{extra}")
         env.out(
-            f"dry run: {sum(1 for p in report.plan if p['action'] == 'add')} to add, "
-            f"{sum(1 for p in report.plan if p['action'] == 'update')} to update, "
-            f"{sum(1 for p in report.plan if p['action'] == 'remove')} to remove, "
+            f"dry run: {sum(1 for p in report.plan if p.action == 'add')} to add, "
+            f"{sum(1 for p in report.plan if p.action == 'update')} to update, "
+            f"{sum(1 for p in report.plan if p.action == 'remove')} to remove, "
             f"{data['documents']['unchanged']} unchanged; "
             f"{planned['llm_calls']} LLM calls, {planned['prompt_tokens']} prompt tokens planned, "
             f"estimated cost {'unknown' if planned['estimated_cost_usd'] is None else '≤ $' + format(planned['estimated_cost_usd'], '.4f')}"
@@ -126,9 +126,9 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         f"cost {cost_text}"
     )
     if report.failures:
-        env.out(f"failed (retried next run): {', '.join(sorted(clean_name(f['path']) for f in report.failures))}")
+        env.out(f"failed (retried next run): {', '.join(sorted(clean_name(f.path) for f in report.failures))}")
     if report.skipped_files:
-        env.out(f"skipped symlinks: {', '.join(clean_name(f['path']) for f in report.skipped_files)}")
+        env.out(f"skipped symlinks: {', '.join(clean_name(f.path) for f in report.skipped_files)}")
 
 
 def _pages(pages: list[int]) -> str:

@@ -281,7 +281,7 @@ def test_a_symlink_swapped_in_after_discovery_is_not_followed_outside_the_root(t
     reporter = _SwapAfterDiscovery(victim, secret)
     options = BuildOptions(paths=[folder])
     report = asyncio.run(build(store, ExtractiveLLM(), options, reporter))
-    failed = {f["path"]: f["error"] for f in report.failures}
+    failed = {f.path: f.error for f in report.failures}
     assert set(failed) == {"a.txt"} and "outside the build root" in failed["a.txt"]
     assert stored_paths(store) == {"b.txt"}
     conn = sqlite3.connect(store)

@@ -90,19 +90,30 @@ class FileOutcome:
 
 
 @dataclass
+class FileWarning:
+    path: str
+    warning: str
+
+
+@dataclass
 class BuildReport:
+    """What a build did (or, dry, plans to do), as records; `as_dict` is the
+    JSON form (`docsum build --json`)."""
+
     store: str
     counts: dict[str, int] = field(default_factory=lambda: {k: 0 for k in ("added", "updated", "unchanged", "removed", "failed")})
-    failures: list[dict[str, str]] = field(default_factory=list)
+    failures: list[FileOutcome] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
     elapsed_s: float = 0.0
     dry_run: bool = False
-    plan: list[dict[str, Any]] = field(default_factory=list)
+    # Dry run: one outcome per file, in folder order (action add, update or
+    # remove; its nodes, calls and prompt tokens planned, or its error).
+    plan: list[FileOutcome] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
-    skipped_files: list[dict[str, str]] = field(default_factory=list)  # symlinks not followed
+    skipped_files: list[FileOutcome] = field(default_factory=list)  # symlinks not followed (the reason in `error`)
     # Hidden, unsupported and excluded files, deliberately not read.
     skipped_entries: list[SkippedFile] = field(default_factory=list)
-    warnings: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[FileWarning] = field(default_factory=list)
     extractors: dict[str, str] = field(default_factory=dict)  # path -> PDF engine, for PDFs read this run
     # Documents this run found summarized by another builder sharing the store
     # (counted as unchanged: this run did not pay for them).
@@ -114,26 +125,42 @@ class BuildReport:
     def usage(self) -> Usage:
         return Usage.of(self.calls)
 
+    @property
+    def planned_calls(self) -> int:
+        """Dry run: the LLM calls the plan will make."""
+        return sum(p.calls for p in self.plan)
+
+    @property
+    def planned_prompt_tokens(self) -> int:
+        return sum(p.prompt_tokens for p in self.plan)
+
     def as_dict(self) -> dict[str, Any]:
         usage = self.usage
         out: dict[str, Any] = {
             "store": self.store,
             "documents": dict(self.counts),
-            "failures": sorted(self.failures, key=lambda f: f["path"]),  # stable, whatever finished first
+            "failures": [  # sorted: stable, whatever finished first
+                {"path": f.path, "error": f.error} | ({"attempts": f.attempts} if f.attempts else {})
+                for f in sorted(self.failures, key=lambda f: f.path)
+            ],
             "usage": usage.as_dict(),
             "estimated_cost_usd": estimated_cost(self.model, usage.prompt_tokens, usage.completion_tokens),
             "elapsed_s": round(self.elapsed_s, 3),
             "skipped": self.skipped,
-            "skipped_files": self.skipped_files + [{"path": s.path, "reason": s.reason} for s in self.skipped_entries],
-            "warnings": self.warnings,
+            "skipped_files": [{"path": s.path, "reason": s.error} for s in self.skipped_files]
+            + [{"path": s.path, "reason": s.reason} for s in self.skipped_entries],
+            "warnings": [{"path": w.path, "warning": w.warning} for w in self.warnings],
             "extractors": dict(sorted(self.extractors.items())),
             "done_elsewhere": self.done_elsewhere,
         }
         if self.dry_run:
             out["dry_run"] = True
-            out["plan"] = self.plan
-            calls = sum(p["llm_calls"] for p in self.plan)
-            prompt = sum(p["prompt_tokens"] for p in self.plan)
+            out["plan"] = [
+                {"path": p.path, "action": p.action, "nodes": p.nodes, "llm_calls": p.calls,
+                 "prompt_tokens": p.prompt_tokens, "error": p.error}
+                for p in self.plan
+            ]
+            calls, prompt = self.planned_calls, self.planned_prompt_tokens
             out["planned"] = {
                 "llm_calls": calls,
                 "prompt_tokens": prompt,
@@ -393,12 +420,8 @@ class Builder:
             # Files are parsed in parallel (and their text cached for the build
             # that follows); the plan lists them in folder order.
             for work, outcome in zip(todo, await asyncio.gather(*(plan_one(w) for w in todo))):
-                report.plan.append(
-                    {"path": work.found.relpath, "action": outcome.action, "nodes": outcome.nodes,
-                     "llm_calls": outcome.calls, "prompt_tokens": outcome.prompt_tokens, "error": outcome.error}
-                )
-            for doc in to_remove:
-                report.plan.append({"path": doc.path, "action": "remove", "nodes": 0, "llm_calls": 0, "prompt_tokens": 0, "error": ""})
+                report.plan.append(dataclasses.replace(outcome, path=work.found.relpath))
+            report.plan.extend(FileOutcome(doc.path, "remove") for doc in to_remove)
             report.elapsed_s = time.monotonic() - started
             self.reporter.finish()
             return report
@@ -558,14 +581,10 @@ class Builder:
         if outcome.action in report.counts:
             report.counts[outcome.action] += 1
         if outcome.action == "failed":
-            failure: dict[str, Any] = {"path": outcome.path, "error": outcome.error}
-            if outcome.attempts:
-                failure["attempts"] = outcome.attempts
-            report.failures.append(failure)
+            report.failures.append(outcome)
         elif outcome.action == "skipped":
-            report.skipped_files.append({"path": outcome.path, "reason": outcome.error})
-        for warning in outcome.warnings:
-            report.warnings.append({"path": outcome.path, "warning": warning})
+            report.skipped_files.append(outcome)
+        report.warnings.extend(FileWarning(outcome.path, warning) for warning in outcome.warnings)
         if outcome.extractor:
             report.extractors[outcome.path] = outcome.extractor
 
