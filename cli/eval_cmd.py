@@ -27,6 +27,7 @@ def eval_command(
     (recall@k, precision@k, MRR@k, all-found@k; overall and per kind), optionally
     beside a chunk-retrieval baseline over the same nodes, and with --answers
     how often the full answer is right."""
+    from docsum.query.ask import AskOptions
     from docsum.query.evaluate import evaluate, load_questions
     from docsum.query.retrieve import default_retriever
 
@@ -36,6 +37,8 @@ def eval_command(
     if settings.max_questions:
         items = items[: settings.max_questions]
     names = settings.eval_retrievers or [settings.retriever or default_retriever(llm)]
+    # Made (and the mode resolved) before anything is read or sent.
+    answers = AskOptions(mode=settings.mode, retriever=names[0], top_k=settings.top_k) if settings.answers else None
     store_path = common.store_path()
     env = common.env
     common.start()
@@ -48,7 +51,7 @@ def eval_command(
         lambda: evaluate(
             store_path, llm, items,
             retriever=names[0], also=names[1:], top_k=settings.top_k, baseline=settings.baseline,
-            answers=settings.answers, mode=settings.mode, batch_size=settings.choice_batch_size,
+            answers=answers, batch_size=settings.choice_batch_size,
             candidates=settings.candidates, limits=settings.limits, progress=progress,
         )
     )

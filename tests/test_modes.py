@@ -33,6 +33,12 @@ def test_a_wrong_mode_is_exit_2_before_any_retrieval_or_call(tmp_path: Path) -> 
             assert done.code == 2, (args, done)
             assert "unknown response mode 'typo'" in done.stderr
             assert fake.requests == [], args
+    # Checked before anything is done: the error is the only line on stderr.
+    offline = run_cli("eval", questions, "--answers", "--mode", "typo", "--store", store)
+    assert offline.code == 2 and offline.stderr.strip().splitlines() == [
+        "docsum: error: unknown response mode 'typo'; choose one of compact, refine, tree_summarize, simple_summarize, "
+        "accumulate, compact_accumulate, no_text, context_only, a registered docsum.synthesizers name, or module:Class"
+    ]
 
 
 @pytest.mark.parametrize(

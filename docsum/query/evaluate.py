@@ -188,8 +188,7 @@ async def evaluate(
     retriever: str = RETRIEVERS[0],
     top_k: int = default("top_k"),
     baseline: str | None = None,
-    answers: bool = False,
-    mode: str = default("mode"),
+    answers: AskOptions | None = None,
     batch_size: int = default("choice_batch_size"),
     candidates: int = default("candidates"),
     limits: Limits = DEFAULT_LIMITS,
@@ -198,13 +197,12 @@ async def evaluate(
 ) -> EvalReport:
     """Retrieval metrics of `retriever` (reported as system "summary" and
     under its own name) and of each retriever in `also` (under its name),
-    beside the chunk baseline with baseline="chunks"."""
+    beside the chunk baseline with baseline="chunks". With `answers` (the
+    options to ask with, their mode resolved when they were made), every
+    question is also answered and the answer graded."""
     import time
 
     started = time.monotonic()
-    # The answer options (and so the mode) first: a wrong --mode is exit 2
-    # before any retrieval or call.
-    answer_options = AskOptions(mode=mode, retriever=retriever, top_k=top_k) if answers else None
     if not store_exists(store_path):
         where = display_location(store_path)
         raise ConfigError(f"no store at {where}; run `docsum build` on the question set's folder first")
@@ -269,8 +267,8 @@ async def evaluate(
         elif baseline is not None:
             raise ConfigError(f"unknown baseline {baseline!r}; the one baseline is 'chunks'")
 
-        if answer_options is not None:
-            report.answers = await _score_answers(store_path, llm, questions, rows, answer_options)
+        if answers is not None:
+            report.answers = await _score_answers(store_path, llm, questions, rows, answers)
         report.details = list(rows)
         report.calls = list(calls)
 
