@@ -36,7 +36,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # --help) loads only what it uses: numpy with vectors, openai with the first
 # request, rich on a terminal, the evaluation code for eval.
 if TYPE_CHECKING:
-    from docsum.build.pipeline import BuildOptions
+    from docsum.build.report import BuildOptions
     from docsum.models.llm import LLM
     from docsum.query.ask import AskOptions, AskResult, Question
 

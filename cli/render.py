@@ -14,7 +14,7 @@ from .env import Environment
 if TYPE_CHECKING:  # rich only on a terminal; docsum.query.ask and docsum.build.pipeline come with their commands
     from rich.progress import Progress
 
-    from docsum.build.pipeline import BuildReport, FileOutcome
+    from docsum.build.report import BuildReport, FileOutcome
     from docsum.query.ask import AskResult
 
 

@@ -24,7 +24,7 @@ from docsum.settings import SETTING_BY_NAME, SETTINGS, Limits, Setting, default
 
 if TYPE_CHECKING:  # the engines, the pipeline and the question code load when a command uses them
     from docsum.store.base import StoreLocation
-    from docsum.build.pipeline import BuildOptions
+    from docsum.build.report import BuildOptions
     from docsum.models.llm import LLM
     from docsum.query.ask import AskOptions
 
@@ -262,7 +262,8 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
 
 def build_options(settings: Settings, paths: list[Path]) -> BuildOptions:
     """The options of `docsum build PATHS` with these settings, checked."""
-    from docsum.build.pipeline import BuildOptions, check_build_options
+    from docsum.build.pipeline import check_build_options
+    from docsum.build.report import BuildOptions
     from docsum.models.prompts import load_template_file
 
     options = _record(

@@ -18,24 +18,23 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from typing import Any
 
 from docsum.query.budget import PromptBudget
 from docsum.build.embedbatch import SummaryEmbedder
+from docsum.build.report import BuildOptions, BuildReport, BuildReporter, FileOutcome, FileWarning, SilentReporter
 from docsum.errors import ConfigError, ContextLengthError, LLMError, LoadError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
-from docsum.models.llm import LLM, estimated_cost, track_calls
+from docsum.models.llm import LLM, track_calls
 from docsum.ingest.discover import FoundFile, SkippedFile, discover, exclusion_spec, printable_name
 from docsum.ingest.formats import SUPPORTED_SUFFIXES
 from docsum.ingest.parsing import Parsed, ParsePool, ParseRequest, TextCache, unexpected_reason
 from docsum.paths import cache_dir
-from docsum.models.prompts import DEFAULT_SUMMARY_QUERY, SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
+from docsum.models.prompts import SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
 from docsum.query.retrieve import summary_index_text
-from docsum.schema import CallRecord, Usage
-from docsum.settings import DEFAULT_LIMITS, Limits, default
-from docsum.ingest.split import split_document
+from docsum.schema import CallRecord
 from docsum.store.lock import BuildLock
 from docsum.store.records import CallRow, DocumentRecord, NodeRecord, StoredVersion, make_doc_id
 from docsum.store.sqlite import Store
@@ -49,143 +48,6 @@ SPLITTER_VERSION = "1"
 # How often a builder looks again at documents another builder holds a claim on.
 CLAIM_POLL_SECONDS = 0.5
 READ_BLOCK = 1 << 20
-
-
-@dataclass
-class BuildOptions:
-    paths: list[Path]
-    dry_run: bool = False
-    prune: bool = True
-    wait_seconds: float = 0.0
-    summary_query: str = DEFAULT_SUMMARY_QUERY
-    summary_template: PromptTemplate | None = None
-    summary_language: str | None = None
-    chunk_size: int = default("chunk_size")
-    chunk_overlap: int = default("chunk_overlap")
-    follow_symlinks: bool = False
-    # Gitignore-style patterns (relative to each root) of files not to read.
-    exclude: list[str] = field(default_factory=list)
-    # Remove the documents of a folder that is now empty (see reconcile).
-    prune_empty: bool = False
-    jobs: int | None = None  # worker processes reading files (None: one per core)
-    parse_timeout_s: float = default("parse_timeout")  # per file
-    parse_memory_mb: int = default("parse_memory")  # per worker process
-    cache_dir: Path | None = None  # extracted-text cache (None: the default under the docsum cache dir)
-    use_cache: bool = True
-    limits: Limits = DEFAULT_LIMITS  # documents in flight, embedding batch size
-
-
-@dataclass
-class FileOutcome:
-    path: str
-    action: str  # added | updated | unchanged | removed | failed | skipped; dry run: add | update
-    error: str = ""  # failed: why; skipped: why not followed
-    nodes: int = 0
-    calls: int = 0
-    prompt_tokens: int = 0
-    warnings: list[str] = field(default_factory=list)
-    attempts: int = 0  # failed: runs in a row this file has failed (0: not recorded)
-    llm_failed: bool = False  # failed because the LLM server did (not because of the file)
-    extractor: str = ""  # PDFs read this run: the engine whose text was used ("pdfium" | "pypdf")
-
-
-@dataclass
-class FileWarning:
-    path: str
-    warning: str
-
-
-@dataclass
-class BuildReport:
-    """What a build did (or, dry, plans to do), as records; `as_dict` is the
-    JSON form (`docsum build --json`)."""
-
-    store: str
-    counts: dict[str, int] = field(default_factory=lambda: {k: 0 for k in ("added", "updated", "unchanged", "removed", "failed")})
-    failures: list[FileOutcome] = field(default_factory=list)
-    calls: list[CallRecord] = field(default_factory=list)
-    elapsed_s: float = 0.0
-    dry_run: bool = False
-    # Dry run: one outcome per file, in folder order (action add, update or
-    # remove; its nodes, calls and prompt tokens planned, or its error).
-    plan: list[FileOutcome] = field(default_factory=list)
-    skipped: dict[str, int] = field(default_factory=dict)
-    skipped_files: list[FileOutcome] = field(default_factory=list)  # symlinks not followed (the reason in `error`)
-    # Hidden, unsupported and excluded files, deliberately not read.
-    skipped_entries: list[SkippedFile] = field(default_factory=list)
-    warnings: list[FileWarning] = field(default_factory=list)
-    extractors: dict[str, str] = field(default_factory=dict)  # path -> PDF engine, for PDFs read this run
-    # Documents this run found summarized by another builder sharing the store
-    # (counted as unchanged: this run did not pay for them).
-    done_elsewhere: int = 0
-    model: str | None = None  # the model the run is priced by; None when no price applies
-    num_output: int = 0
-
-    @property
-    def usage(self) -> Usage:
-        return Usage.of(self.calls)
-
-    @property
-    def planned_calls(self) -> int:
-        """Dry run: the LLM calls the plan will make."""
-        return sum(p.calls for p in self.plan)
-
-    @property
-    def planned_prompt_tokens(self) -> int:
-        return sum(p.prompt_tokens for p in self.plan)
-
-    def as_dict(self) -> dict[str, Any]:
-        usage = self.usage
-        out: dict[str, Any] = {
-            "store": self.store,
-            "documents": dict(self.counts),
-            "failures": [  # sorted: stable, whatever finished first
-                {"path": f.path, "error": f.error} | ({"attempts": f.attempts} if f.attempts else {})
-                for f in sorted(self.failures, key=lambda f: f.path)
-            ],
-            "usage": usage.as_dict(),
-            "estimated_cost_usd": estimated_cost(self.model, usage.prompt_tokens, usage.completion_tokens),
-            "elapsed_s": round(self.elapsed_s, 3),
-            "skipped": self.skipped,
-            "skipped_files": [{"path": s.path, "reason": s.error} for s in self.skipped_files]
-            + [{"path": s.path, "reason": s.reason} for s in self.skipped_entries],
-            "warnings": [{"path": w.path, "warning": w.warning} for w in self.warnings],
-            "extractors": dict(sorted(self.extractors.items())),
-            "done_elsewhere": self.done_elsewhere,
-        }
-        if self.dry_run:
-            out["dry_run"] = True
-            out["plan"] = [
-                {"path": p.path, "action": p.action, "nodes": p.nodes, "llm_calls": p.calls,
-                 "prompt_tokens": p.prompt_tokens, "error": p.error}
-                for p in self.plan
-            ]
-            calls, prompt = self.planned_calls, self.planned_prompt_tokens
-            out["planned"] = {
-                "llm_calls": calls,
-                "prompt_tokens": prompt,
-                # At most: every answer may use the whole output budget.
-                "max_completion_tokens": calls * self.num_output,
-                "estimated_cost_usd": estimated_cost(self.model, prompt, calls * self.num_output),
-            }
-        return out
-
-
-class BuildReporter(Protocol):
-    def start(self, total_files: int, to_process: int) -> None: ...
-    def file_done(self, outcome: FileOutcome) -> None: ...
-    def finish(self) -> None: ...
-
-
-class SilentReporter:
-    def start(self, total_files: int, to_process: int) -> None:
-        pass
-
-    def file_done(self, outcome: FileOutcome) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
 
 
 def _fingerprint(parts: dict[str, Any]) -> str:
