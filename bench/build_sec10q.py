@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Build cost on a real corpus: the 20 SEC 10-Q filings (about 3.4 MB of text,
 73-255 KB per document) summarized by docsum and, for comparison, by the
-reference system (LlamaIndex's DocumentSummaryIndex through
-../shared/bench/peer_llamaindex.py), against fakellm.py at each latency.
+reference system (LlamaIndex's DocumentSummaryIndex through the shared
+harness's peer_llamaindex.py), against its fakellm.py at each latency. The
+harness is not part of this repository: set SHARED to its folder.
 
   python3 bench/build_sec10q.py                       # latency 0 and 300 ms, both systems
   python3 bench/build_sec10q.py --latency 300 --no-reference
 
-For each latency a fresh fakellm is started (by path, from ../shared/bench) and
+For each latency a fresh fakellm is started (by path, from $SHARED) and
 stopped by its pid.  Measured per build, from the server's counters (not the
 tools' own reports): LLM calls, prompt and completion tokens (cl100k),
 embedding calls, the most requests in flight at once, errors; and by this
@@ -41,8 +42,11 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-SHARED = os.path.normpath(os.path.join(REPO, "..", "shared", "bench"))
-DEFAULT_CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "eval", "corpora", "sec-10-q"))
+# Nothing outside the clone is assumed: the shared harness (fakellm.py, whose
+# counters this script reads, and the reference adapter) and the corpus are
+# named by the caller (SHARED, and --corpus or EVAL).
+SHARED = os.environ.get("SHARED", "")
+DEFAULT_CORPUS = os.path.join(os.environ["EVAL"], "sec-10-q") if os.environ.get("EVAL") else None
 
 
 def http_json(url, method="GET"):
@@ -202,7 +206,8 @@ def loadavg():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", default=DEFAULT_CORPUS)
+    ap.add_argument("--corpus", default=DEFAULT_CORPUS, required=DEFAULT_CORPUS is None,
+                    help="the SEC 10-Q text folder (default: $EVAL/sec-10-q)")
     ap.add_argument("--latency", type=int, nargs="+", default=[0, 300])
     ap.add_argument("--docsum", default=os.environ.get("DOCSUM", "/tmp/dev/bin/docsum"))
     ap.add_argument("--li-python", default=os.environ.get("LI_PY", "/tmp/bench-venvs/li/bin/python"),
@@ -211,6 +216,8 @@ def main(argv=None):
     ap.add_argument("--concurrency", type=int, default=None, help="docsum --concurrency (default: docsum's own, 8)")
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
     a = ap.parse_args(argv)
+    if not SHARED or not os.path.isfile(os.path.join(SHARED, "fakellm.py")):
+        ap.error("set SHARED to the shared bench harness folder (fakellm.py, peer_llamaindex.py)")
 
     os.makedirs(a.results, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="bench-sec10q-")

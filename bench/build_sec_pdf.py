@@ -35,7 +35,8 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-DEFAULT_CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "eval", "corpora", "sec-10-q-pdf"))
+# No default outside the clone: --corpus, or EVAL (the corpora folder) set.
+DEFAULT_CORPUS = os.path.join(os.environ["EVAL"], "sec-10-q-pdf") if os.environ.get("EVAL") else None
 DEFAULT_OLD_REV = "4e85059"  # main before PDFium and worker processes
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -112,7 +113,8 @@ def one_build(label: str, code_dir: str, corpus: str, extra: list[str]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--old-rev", default=DEFAULT_OLD_REV)
-    parser.add_argument("--corpus", default=DEFAULT_CORPUS)
+    parser.add_argument("--corpus", default=DEFAULT_CORPUS, required=DEFAULT_CORPUS is None,
+                        help="the SEC 10-Q PDF folder (default: $EVAL/sec-10-q-pdf)")
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()

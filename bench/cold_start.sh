@@ -43,7 +43,7 @@ STORE="$WORK/sample.sqlite"
 
 QUESTION="$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["question"])' "$REPO/sample_data/QUESTIONS.jsonl")"
 
-SOURCE="$(cat "$REPO"/docsum/*.py "$REPO"/cli/*.py | sha256sum | cut -c1-12)"
+SOURCE="$(find "$REPO/docsum" "$REPO/cli" -name '*.py' -print0 | sort -z | xargs -0 cat | sha256sum | cut -c1-12)"
 
 python3 - "$RUNS" "$RESULTS/cold_start.json" "$DOCSUM" "$DOCSUM_PY" "$LI_PY" "$STORE" "$QUESTION" "$SOURCE" <<'PY'
 import json, os, shlex, statistics, subprocess, sys, time

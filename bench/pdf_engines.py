@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PDFium against pypdf on every PDF of the evaluation set, file by file.
 
-  python3 bench/pdf_engines.py [DIR ...]     # default: ../shared/eval/pdfs and ../shared/eval/corpora/sec-10-q-pdf
+  python3 bench/pdf_engines.py [DIR ...]     # default with EVAL set: $EVAL/../pdfs and $EVAL/sec-10-q-pdf
 
 For each PDF and each engine (docsum.ingest.pdf.pdfium_pages, docsum.ingest.pdf.pypdf_pages,
 pypdf with docsum's raised limits), in a child process with a 600 s limit:
@@ -22,7 +22,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-DEFAULTS = [REPO.parent / "shared" / "eval" / "pdfs", REPO.parent / "shared" / "eval" / "corpora" / "sec-10-q-pdf"]
+# No default outside the clone: with EVAL (the corpora folder) set, its
+# sec-10-q-pdf/ and the pdfs/ folder beside it.
+DEFAULTS = [Path(os.environ["EVAL"]).parent / "pdfs", Path(os.environ["EVAL"]) / "sec-10-q-pdf"] if os.environ.get("EVAL") else []
 sys.path.insert(0, str(REPO))
 
 
@@ -69,6 +71,8 @@ def measure(engine: str, path: Path) -> dict:
 
 def main() -> None:
     folders = [Path(a) for a in sys.argv[1:]] or DEFAULTS
+    if not folders:
+        raise SystemExit("name the PDF folders to read, or set EVAL to the evaluation corpora folder")
     files = sorted(p for folder in folders for p in folder.glob("*.pdf"))
     rows = []
     for path in files:

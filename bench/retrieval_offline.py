@@ -18,7 +18,7 @@ before `fused`, so "old" and "new" defaults are measured in the same run.
     python3 bench/retrieval_offline.py                # writes bench/results/retrieval/*.json and prints tables
     DOCSUM=/path/to/docsum EVAL=/path/to/corpora python3 bench/retrieval_offline.py
 
-It needs the evaluation corpora (EVAL, default ../shared/eval/corpora next to
+It needs the evaluation corpora (EVAL, no default; e.g. ../shared/eval/corpora next to
 the checkout); nothing else outside the repository.
 """
 
@@ -37,7 +37,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-EVAL = Path(os.environ.get("EVAL", REPO.parent / "shared" / "eval" / "corpora"))
+EVAL = Path(os.environ.get("EVAL", ""))  # no default: the corpora are not part of the clone
 DOCSUM = os.environ.get("DOCSUM") or str(Path(sys.executable).with_name("docsum"))
 OUT = Path(os.environ.get("RESULTS", HERE / "results")) / "retrieval"
 CORPORA = ("sec-10-q", "musique")

@@ -25,8 +25,12 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
-SHARED="${SHARED:-$(cd "$REPO/../shared/bench" && pwd)}"
-EVAL="${EVAL:-$(cd "$REPO/../shared/eval/corpora" && pwd)}"
+# Nothing outside the clone is assumed: the evaluation corpora (EVAL) and the
+# shared harness whose fakellm.py answers choice prompts by word overlap
+# (SHARED; bench/fakeserver.py always picks the first document, which would
+# make the llm and hybrid figures meaningless) are named by the caller.
+: "${EVAL:?set EVAL to the folder of evaluation corpora (sec-10-q/, musique/, each with questions.jsonl)}"
+: "${SHARED:?set SHARED to the shared bench harness folder (its fakellm.py serves the llm and hybrid runs)}"
 DOCSUM="${DOCSUM:-/tmp/dev/bin/docsum}"
 LI_PY="${LI_PY:-/tmp/bench-venvs/li/bin/python}"
 [ -x "$LI_PY" ] || LI_PY=python3

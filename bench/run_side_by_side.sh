@@ -19,7 +19,7 @@
 #   tables    render bench/results/side_by_side.md from the JSON files
 #
 # Everything the shared harness does is done by calling its scripts by path
-# (../shared/bench relative to the repository): runbench.py makes or reuses
+# (in $SHARED, which the caller names): runbench.py makes or reuses
 # the corpus, starts fakellm on a free port, runs one peer, stops the server
 # by its pid and saves the peer's JSON under bench/results/.
 #
@@ -30,7 +30,10 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
-SHARED="${SHARED:-$(cd "$REPO/../shared/bench" && pwd)}"
+# The reference system runs through the shared harness (runbench.py,
+# peer_llamaindex.py, fakellm.py), which is not part of this repository: the
+# caller names its folder; nothing is looked for outside the clone.
+: "${SHARED:?set SHARED to the shared bench harness folder (runbench.py, peer_cli.py, peer_llamaindex.py, fakellm.py)}"
 LI_PY="${LI_PY:-/tmp/bench-venvs/li/bin/python}"
 DOCSUM="${DOCSUM:-/tmp/dev/bin/docsum}"
 RESULTS="${RESULTS:-$HERE/results}"
