@@ -39,6 +39,7 @@ def eval_command(
     names = settings.eval_retrievers or [settings.retriever or default_retriever(llm)]
     # Made (and the mode resolved) before anything is read or sent.
     answers = AskOptions(mode=settings.mode, retriever=names[0], top_k=settings.top_k) if settings.answers else None
+    unanswerable = AskOptions(mode=settings.mode, retriever=names[0], top_k=settings.top_k) if settings.unanswerable else None
     store_path = common.store_path()
     env = common.env
     common.start()
@@ -53,6 +54,7 @@ def eval_command(
             retriever=names[0], also=names[1:], top_k=settings.top_k, baseline=settings.baseline,
             answers=answers, batch_size=settings.choice_batch_size,
             candidates=settings.candidates, limits=settings.limits, progress=progress,
+            unanswerable=unanswerable,
         )
     )
     details = settings.details
@@ -87,6 +89,13 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str |
         a = report.answers
         acc = "-" if a["accuracy"] is None else f"{a['accuracy']:.3f}"
         console.print(f"answers ({a['mode']} mode, graded by {a['grader']}): accuracy {acc} over {a['graded']} question(s); by kind {a['by_kind']}")
+    if report.abstention:
+        ab = Table(title=f"answer / abstain ({report.abstention['mode']} mode): normal runs should answer, hidden-gold runs abstain")
+        for column in ("kind", "n", "answer rate", "abstention rate"):
+            ab.add_column(column, justify="left" if column == "kind" else "right")
+        for kind, m in report.abstention["by_kind"].items():
+            ab.add_row(kind, str(m["n"]), f"{m['answer_rate']:.3f}", f"{m['abstention_rate']:.3f}")
+        console.print(ab)
     if details:
         rows = Table(title="questions")
         for column in ("id", "kind", "recall", "retrieved", "gold"):

@@ -287,18 +287,20 @@ def _first_line(text: str) -> str:
 
 
 def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
-    matches = store.find_documents(ref)
+    from docsum.query.docref import find_documents
+
+    matches = find_documents(store, ref)
     if not matches:
         raise ConfigError(f"no document {ref!r} in {store.label}; see `docsum summaries`")
     if len(matches) > 1:
-        names = ", ".join(f"{d.doc_id} ({clean_name(d.path)})" for d in matches[:5])
-        raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id")
+        names = ", ".join(f"{d.doc_id} ({clean_name(os.path.join(d.root, d.path))})" for d in matches[:5])
+        raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id or the path with its folder")
     return matches[0]
 
 
 @app.command(cls=DocsumCommand)
 @with_common(SHOW)
-def show(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id or stored path.", show_default=False)], *, common: Common) -> int:
+def show(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id (or a unique prefix), its path as typed from here, or its stored path.", show_default=False)], *, common: Common) -> int:
     """Show one document's whole summary, with its node count and pages."""
     with _open_existing(common) as store:
         record = _find(store, doc)
@@ -323,7 +325,7 @@ def show(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id or 
 
 @app.command(cls=DocsumCommand)
 @with_common(REMOVE)
-def remove(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id or stored path.", show_default=False)], *, common: Common) -> int:
+def remove(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id (or a unique prefix), its path as typed from here, or its stored path.", show_default=False)], *, common: Common) -> int:
     """Delete one document (its summary and nodes) from the store."""
     with _open_existing(common, readonly=False) as store:
         record = _find(store, doc)

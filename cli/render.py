@@ -131,18 +131,15 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         env.out(f"skipped symlinks: {', '.join(clean_name(f.path) for f in report.skipped_files)}")
 
 
-def _pages(pages: list[int]) -> str:
-    if not pages:
-        return ""
-    if len(pages) == 1:
-        return f" p. {pages[0]}"
-    return f" pp. {pages[0]}-{pages[-1]}"
-
-
 async def print_answer(env: Environment, result: AskResult, as_json: bool) -> None:
     if as_json:
         await result.drain()
         env.out_json(result.as_dict())
+        return
+    from docsum.models.prompts import ABSTENTION_TEXT
+
+    if result.abstained:
+        env.out(ABSTENTION_TEXT)  # and no sources: none of them answers
         return
     if result.stream is not None:
         parts = []
@@ -156,18 +153,48 @@ async def print_answer(env: Environment, result: AskResult, as_json: bool) -> No
         result.answer = "".join(parts)
         result.stream = None
         env.stdout.write(clean_text(shown.flush()) + "\n")
+        # A streamed decline is only recognisable once shown (it was the
+        # model's own words: the sources are left off), and markers are
+        # checked once the whole answer is there; what was shown stays as
+        # streamed, the sources below use the checked markers.
+        result.finish()
+        if result.abstained:
+            return
     elif result.answer or result.status.value == "ok":
         env.out(result.answer)
     if result.sources:
         env.out("")
         env.out("Sources:")
-        seen: dict[str, list[int]] = {}
-        order: list[str] = []
-        for src in result.sources:
-            if src["path"] not in seen:
-                order.append(src["path"])
-                seen[src["path"]] = []
-            seen[src["path"]].extend(src["pages"])
-        for path in order:
-            pages = sorted(set(seen[path]))
-            env.out(f"- {clean_name(path)}{_pages(pages) if len(pages) < 2 else ' pp. ' + ', '.join(map(str, pages))}")
+        for line in source_lines(result):
+            env.out(line)
+
+
+# A quote longer than this is cut (the JSON has it whole).
+MAX_QUOTE_CHARS = 240
+
+
+def source_lines(result: AskResult) -> list[str]:
+    """One line per citation marker (document, pages, supporting quote); an
+    answer without markers lists each document once with the pages of the
+    passages it was given. Pages as ranges: `pp. 12–14, 31`."""
+    from docsum.query.citations import page_ranges
+
+    if result.citations:
+        lines = []
+        for c in result.citations:
+            where = page_ranges(c["pages"])
+            quote = " ".join(clean_text(str(c["quote"])).split())
+            if len(quote) > MAX_QUOTE_CHARS:
+                quote = quote[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
+            name = clean_name(result.names.get(c["doc"], c["path"]))
+            lines.append(f"[{c['marker']}] {name}{' ' + where if where else ''}: \"{quote}\"")
+        return lines
+    pages: dict[str, list[int]] = {}
+    for src in result.sources:
+        pages.setdefault(src["doc_id"], []).extend(src["pages"])
+    paths = {src["doc_id"]: src["path"] for src in result.sources}
+    lines = []
+    for doc_id, used in pages.items():
+        where = page_ranges(used)
+        lines.append(f"- {clean_name(result.names.get(doc_id, paths[doc_id]))}{' ' + where if where else ''}")
+    return lines

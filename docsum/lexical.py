@@ -171,3 +171,50 @@ def lexical_scores(query_vec: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     qn = float(np.linalg.norm(q)) or 1.0
     dn[dn == 0] = 1.0
     return (docs @ q) / (dn * qn)
+
+
+# A title line ending in one of these goes on in the next line ("... for
+# Dynamic" does not; "... Specialization for" does).
+_TITLE_CONNECTORS = frozenset("a an and as at by for from in of on or the to with via vs und der die das für von".split())
+_TITLE_MAX_LINES = 3
+_TITLE_MAX_CHARS = 200
+
+
+def title_lines(text: str) -> tuple[str, int] | None:
+    """A document's title from its first lines, whole: the first line with a
+    letter or digit, and the lines that continue it (a title set over two
+    lines: "Trace-based Just-in-Time Type Specialization for Dynamic" /
+    "Languages"). A line continues the title when the title so far ends in a
+    connecting word, a hyphen or a colon, or when it is a single word; an
+    author line ("Yusuke Shinyama Satoshi Sekine") or a sentence does not.
+    Returns the title and how many lines (blank ones included) it took, or
+    None when no line has a letter or digit."""
+    lines = text.split("\n", 500)[:500]
+    for start, line in enumerate(lines):
+        if any(ch.isalnum() for ch in line):
+            break
+    else:
+        return None
+    title = " ".join(lines[start].split())
+    used = start + 1
+    while used < len(lines) and used - start < _TITLE_MAX_LINES and len(title) < _TITLE_MAX_CHARS:
+        following = " ".join(lines[used].split())
+        words = following.split(" ")
+        if not following or title[-1] in ".!?;," or not any(ch.isalpha() for ch in following):
+            break
+        open_ended = title[-1] in "-:–" or title.rsplit(" ", 1)[-1].lower() in _TITLE_CONNECTORS
+        # A lone word carries on a title set in title case ("... for Dynamic"
+        # / "Languages"); after an ordinary line ("First line here" /
+        # "second") it is text.
+        single_word = len(words) == 1 and following.replace("-", "").isalpha() and following[0].isupper() and _title_case(title)
+        if not (open_ended or single_word) or any(ch.isdigit() or ch in "@,*∗†" for ch in following):
+            break
+        title = f"{title} {following}"
+        used += 1
+    return title, used
+
+
+def _title_case(line: str) -> bool:
+    """Every word but the connecting ones starts with a capital (or a digit)."""
+    words = [w for w in line.split() if w.lower() not in _TITLE_CONNECTORS]
+    return bool(words) and all(w[0].isupper() or w[0].isdigit() for w in words)

@@ -303,6 +303,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("top_k", whole(1, 10_000), 3, "Documents the retriever picks per question.", _ASK_EVAL, ("DOCSUM_TOP_K",), True),
     Setting("choice_batch_size", whole(1, 1_000), 10, "Summaries per LLM choice-select call.", _ASK_EVAL, (), True),
     Setting("candidates", whole(1, 10_000), 20, "Embedding candidates the hybrid retriever hands to LLM choice.", _ASK_EVAL, (), True),
+    Setting("min_score", number(0.0, 1.0), None, "Relevance floor 0..1: documents below it are not used (the question's share a document holds for fused and bm25, the cosine for embedding; default: calibrated per retriever).", _ASK),
     Setting("cutoff", number(0.0, 1.0), None, "Drop documents scored below X (0..1, a fraction of the best score).", _ASK),
     Setting("rerank", whole(1, 10_000), None, "LLM-rerank the passages and keep the best N.", _ASK),
     Setting("compress", SWITCH, False, "Keep only the sentences of each passage relevant to the question.", _ASK),
@@ -319,6 +320,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("baseline", choice("chunks"), None, "Also evaluate a plain chunk retriever: 'chunks'.", _EVAL),
     Setting("answers", SWITCH, False, "Also answer every question and grade the answers.", _EVAL),
     Setting("details", SWITCH, False, "Per-question rows.", _EVAL),
+    Setting("unanswerable", SWITCH, False, "Also ask every question with its gold documents hidden: answer rate and abstention rate per kind.", _EVAL),
     Setting("max_questions", whole(1), None, "Only the first N questions.", _EVAL),
 )
 SETTING_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

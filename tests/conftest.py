@@ -121,3 +121,18 @@ def pg_server() -> Iterator[object]:
 def pg_url(pg_server: object) -> str:
     """A superuser URL to a fresh, empty database."""
     return pg_server.url(pg_server.new_database())  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def offline_sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """sample_data/docs built once by the offline engine. Read-only: a test
+    that changes a store builds its own."""
+    import asyncio
+
+    from docsum.build.pipeline import BuildOptions, build
+    from docsum.models.extractive import ExtractiveLLM
+
+    store = tmp_path_factory.mktemp("offline-sample") / "store.sqlite"
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "docs"
+    asyncio.run(build(store, ExtractiveLLM(), BuildOptions(paths=[sample])))
+    return store

@@ -84,6 +84,12 @@ def run_cli(*args: str | os.PathLike[str], input: str | None = None) -> CliResul
     return CliResult(result.exit_code, result.stdout, result.stderr)
 
 
+def run_cli_parts(*args: str | os.PathLike[str]) -> tuple[int, str, str]:
+    """`run_cli` as (exit code, stdout, stderr)."""
+    result = run_cli(*args)
+    return result.code, result.stdout, result.stderr
+
+
 def cli_command(*args: str | os.PathLike[str]) -> list[str]:
     return [sys.executable, "-m", "cli.main", *(str(a) for a in args)]
 
@@ -203,3 +209,15 @@ def kind_of(body: dict[str, Any]) -> str:
     if "Current answer:" in p:
         return "refine"
     return "answer"
+
+
+def first_choice_then(answer: str):  # type: ignore[no-untyped-def]
+    """A FakeOpenAI responder: LLM choice picks document 1, every other
+    prompt gets `answer`."""
+
+    def respond(body: dict[str, Any]) -> str:
+        if kind_of(body) == "choice":
+            return json.dumps({"choices": [{"doc": 1, "relevance": 8}]})
+        return answer
+
+    return respond

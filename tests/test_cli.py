@@ -95,7 +95,7 @@ def test_bad_option_values_are_usage_errors(store: Path) -> None:
 def test_json_output_is_exactly_one_document_for_every_command(built: Path) -> None:
     doc_id = run_cli("summaries", "--store", built, "--json").json()[0]["doc_id"]
     for args in (["build", SAMPLE_DOCS], ["build", SAMPLE_DOCS, "--dry-run"], ["summaries"], ["show", doc_id],
-                 ["config", "show"], ["ask", "Who repaired the library roof?"], ["remove", doc_id]):
+                 ["config", "show"], ["ask", "When did the library reopen after the renovation?"], ["remove", doc_id]):
         result = run_cli(*args, "--store", built, "--json")
         assert result.code == 0, (args, result)
         json.loads(result.stdout)  # exactly one document: trailing text would fail here

@@ -4,6 +4,7 @@ cost (`--max-calls`, the warning about LLM retrieval over a large store)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -133,7 +134,9 @@ def test_the_rerank_plan_counts_the_batches_rerank_sends(sample_store: Path) -> 
     result = run_cli("ask", OVEN, "--store", sample_store, "--llm", "extractive", "--rerank", "5",
                      "--choice-batch-size", "1", "--max-calls", "1")
     assert result.code == 2, result
-    assert "over 3 passages" in result.stderr and "rerank 1," in result.stderr
+    # However many passages retrieval hands on (two or more), one rerank call.
+    passages = re.search(r"over (\d+) passages", result.stderr)
+    assert passages is not None and int(passages.group(1)) >= 2 and "rerank 1," in result.stderr
 
 
 def test_llm_retrieval_over_a_large_store_warns_and_max_calls_refuses_it_before_any_call(

@@ -64,6 +64,11 @@ def _manifest() -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+# Files whose fonts map characters wrongly (issue 11: mojibake, /gNNN glyph
+# codes): an extractor may get their text right, or docsum reports them.
+BROKEN_FONT_ENCODING = {"pdftools-chinese.pdf", "pdfminer-nlp2004slides.pdf", "pdfjs-TAMReview.pdf"}
+
+
 @pytest.mark.skipif(not (EVAL_PDFS / "manifest.jsonl").exists(), reason="shared eval PDFs not present")
 def test_every_eval_pdf_is_handled_as_the_manifest_expects(tmp_path: Path) -> None:
     store = tmp_path / "eval.sqlite"
@@ -83,7 +88,11 @@ def test_every_eval_pdf_is_handled_as_the_manifest_expects(tmp_path: Path) -> No
     conn.close()
     for entry in manifest:
         name, expect = entry["file"], entry["expect"]
-        if expect == "text":
+        if expect == "text" and name in BROKEN_FONT_ENCODING:
+            # Text comes out, but as mojibake or glyph codes with pypdf:
+            # reported as unreadable rather than summarized as nonsense.
+            assert name in stored or "unreadable text" in failed.get(name, ""), (name, failed.get(name))
+        elif expect == "text":
             assert name in stored, (name, failed.get(name))
             assert covered[name] >= entry["min_chars"], name
         elif expect == "needs-password":

@@ -32,7 +32,8 @@ from docsum.ingest.discover import FoundFile, SkippedFile, discover, exclusion_s
 from docsum.ingest.formats import SUPPORTED_SUFFIXES
 from docsum.ingest.parsing import Parsed, ParsePool, ParseRequest, TextCache, unexpected_reason
 from docsum.paths import cache_dir
-from docsum.models.prompts import SUMMARY_LANGUAGE_SUFFIX, TREE_SUMMARIZE_PROMPT, PromptTemplate
+from docsum.ingest.textquality import garbage_reason
+from docsum.models.prompts import DOCUMENT_SUMMARY_PROMPT, KIND_DOCUMENT_SUMMARY, SUMMARY_LANGUAGE_SUFFIX, PromptTemplate
 from docsum.query.retrieve import summary_index_text
 from docsum.schema import CallRecord
 from docsum.store.lock import BuildLock
@@ -56,7 +57,9 @@ def _fingerprint(parts: dict[str, Any]) -> str:
 
 def summary_template_for(options: BuildOptions) -> tuple[PromptTemplate, str]:
     """The summary prompt and query for these options."""
-    template = (options.summary_template or TREE_SUMMARIZE_PROMPT).with_kind("summary", "summary")
+    # Its own kind: the offline engine writes a document summary for it, and
+    # a question-focused answer (which may decline) for tree_summarize.
+    template = (options.summary_template or DOCUMENT_SUMMARY_PROMPT).with_kind(KIND_DOCUMENT_SUMMARY, "summary")
     query = options.summary_query
     if options.summary_language:
         query = query.rstrip() + SUMMARY_LANGUAGE_SUFFIX.format(language=options.summary_language)
@@ -466,7 +469,13 @@ class Builder:
 
     async def _load_and_split(self, work: _Work) -> Parsed:
         """Read (once), extract and split the file in a worker process."""
-        return await self._pool.parse(self._parse_request(work), str(work.found.path), work.size)
+        parsed = await self._pool.parse(self._parse_request(work), str(work.found.path), work.size)
+        # Garbage text (a broken font encoding) fails the file like unreadable
+        # bytes do: reported with its reason, any previous summary kept.
+        unreadable = garbage_reason(parsed.loaded.text)
+        if unreadable:
+            raise LoadError(work.found.relpath, unreadable)
+        return parsed
 
     async def _plan(self, work: _Work) -> FileOutcome:
         action = "update" if work.existing else "add"

@@ -45,7 +45,7 @@ CACHE_MAX_BYTES = 512 << 20
 IN_PROCESS_MAX_BYTES = 1 << 20
 # Bump when extraction changes what text a file yields: older cache entries
 # are then ignored (and age out).
-EXTRACTION_VERSION = "1"
+EXTRACTION_VERSION = "2"  # 2: titles set over two or three lines are whole
 
 
 def default_jobs() -> int:

@@ -17,8 +17,10 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterable, Iterator, 
 from docsum.errors import ConfigError, ContextLengthError, DocsumError, ExitCode, LLMError
 from docsum.models.llm import LLM, closing_stream, recording_calls, track_calls
 from docsum.models.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, emotion_key, with_emotion
+from docsum.query.abstain import relevance_floor, says_cannot_answer
 from docsum.query.budget import PromptBudget
-from docsum.query.corpus import StoreCorpus
+from docsum.query.citations import cite, display_names
+from docsum.query.corpus import HiddenDocuments, StoreCorpus
 from docsum.query.postprocess import (
     RERANK_BATCH_SIZE,
     StepReport,
@@ -28,7 +30,7 @@ from docsum.query.postprocess import (
     similarity_cutoff,
 )
 from docsum.query.rating import planned_rating_calls
-from docsum.query.retrieve import Retrieval, SummaryCorpus, planned_choice_calls, retrieve
+from docsum.query.retrieve import Candidate, Retrieval, SummaryCorpus, planned_choice_calls, retrieve
 from docsum.query.synthesizers import (
     AnswerOptions,
     BaseSynthesizer,
@@ -65,6 +67,9 @@ class AskOptions:
     top_k: int = default("top_k")
     choice_batch_size: int = default("choice_batch_size")
     candidates: int = default("candidates")
+    # The relevance floor; None means the retriever's calibrated default
+    # (docsum.query.abstain.relevance_floor).
+    min_score: float | None = default("min_score")
     cutoff: float | None = None
     rerank: int | None = None
     compress: bool = False
@@ -108,6 +113,9 @@ class AskOptions:
     def label(self) -> str:
         """What answers report the synthesizer by (`AskResult.mode`)."""
         return self.resolved_mode.label
+    # Documents retrieval never sees (docsum eval --unanswerable hides the
+    # gold documents this way to ask a question the store cannot answer).
+    hidden_doc_ids: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -130,6 +138,18 @@ class AskResult:
     calls: list[CallRecord] = field(default_factory=list)
     engine: str = ""
     stream: AsyncIterator[str] | None = None
+    # The documents do not answer the question (as opposed to: there is
+    # nothing to ask, such as an empty store). The text output says so.
+    abstained: bool = False
+    # [{marker, doc, path, root, pages, quote}] and the cited sentences their
+    # passages do not support (see docsum.query.citations).
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    unsupported: list[dict[str, Any]] = field(default_factory=list)
+    # The passages as numbered for the answer step (marker n is passages[n-1]),
+    # and how to name each document to a person (doc_id → name).
+    passages: list[NodeWithScore] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+    roots: dict[str, str] = field(default_factory=dict)  # doc_id → build root
 
     @property
     def usage(self) -> Usage:
@@ -139,7 +159,16 @@ class AskResult:
         if self.stream is not None:
             self.answer = "".join([piece async for piece in self.stream])
             self.stream = None
+            self.finish()
         return self.answer
+
+    def finish(self) -> None:
+        """Once the whole answer is known: a reply that declines is an
+        abstention; otherwise its citation markers are checked."""
+        if self.status is ResponseStatus.OK and says_cannot_answer(self.answer):
+            self.abstain("the answer step found no answer in the passages")
+            return
+        self.attach_citations()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -155,12 +184,37 @@ class AskResult:
             "steps": self.steps,
             "notes": self.notes,
             "warnings": self.warnings,
+            "abstained": self.abstained,
+            "citations": self.citations,
+            "unsupported": self.unsupported,
             "usage": self.usage.as_dict(),
         }
+
+    def attach_citations(self) -> None:
+        """Validate the answer's [n] markers against its numbered passages and
+        fill `citations` and `unsupported` (once the answer is complete)."""
+        if not self.passages or not self.answer:
+            return
+        self.answer, report = cite(self.answer, self.passages, self.roots)
+        self.citations, self.unsupported = report.citations, report.unsupported
+        if report.removed_markers:
+            numbers = ", ".join(f"[{m}]" for m in report.removed_markers)
+            self.warnings.append(f"removed citation marker(s) {numbers}: no such passage (there are {len(self.passages)})")
+
+    def abstain(self, reason: str, status: ResponseStatus = ResponseStatus.NOT_SATISFIED) -> AskResult:
+        """Turn this result into an abstention: no answer, no sources."""
+        self.answer, self.status, self.reason, self.abstained = "", status, reason, True
+        self.sources = []
+        self.stream = None
+        return self
 
 
 def _empty(question: str, options: AskOptions, reason: str, **extra: Any) -> AskResult:
     return AskResult(question, "", ResponseStatus.EMPTY, reason, options.label, options.retriever, **extra)
+
+
+def _abstain(question: str, options: AskOptions, reason: str, **extra: Any) -> AskResult:
+    return _empty(question, options, reason, **extra).abstain(reason, ResponseStatus.EMPTY)
 
 
 def _templates(options: AskOptions) -> tuple[PromptTemplate | None, PromptTemplate | None, PromptTemplate | None]:
@@ -178,10 +232,13 @@ def make_synthesizer(llm: LLM | None, options: AskOptions, progress: Callable[[s
     if options.synthesizer is not None:
         return options.synthesizer
     qa, refine, summary = _templates(options)
-    return options.resolved_mode.create(
+    synth = options.resolved_mode.create(
         llm, AnswerOptions(qa, refine, summary, options.structured_filter),
         streaming=options.stream and not options.polish, progress=progress,
     )
+    # Every mode that writes text sees its passages numbered, for citations.
+    synth.numbered_passages = True
+    return synth
 
 
 def _check_question(llm: LLM, question: str, options: AskOptions) -> str:
@@ -202,7 +259,7 @@ def _check_question(llm: LLM, question: str, options: AskOptions) -> str:
 
 def _check_options(llm: LLM, options: AskOptions, progress: Callable[[str], None] | None) -> BaseSynthesizer:
     # The ranges the command line checks, for options made in Python.
-    for name in ("top_k", "choice_batch_size", "candidates", "rerank", "max_calls", "retriever", "cutoff"):
+    for name in ("top_k", "choice_batch_size", "candidates", "rerank", "max_calls", "retriever", "cutoff", "min_score"):
         try:
             check(name, getattr(options, name))
         except ValueError as exc:
@@ -259,9 +316,12 @@ async def _ask_in(
     if opened is None:
         where = display_location(store_path)
         return _empty(question, options, f"no store at {where}; run `docsum build PATH` first", engine=llm.metadata.engine)
-    store, corpus = opened
+    store, whole = opened
+    corpus: SummaryCorpus = whole
     if not corpus.size():
         return _empty(question, options, "the store has no documents; run `docsum build PATH` first", engine=llm.metadata.engine)
+    if options.hidden_doc_ids:
+        corpus = HiddenDocuments(corpus, options.hidden_doc_ids)
     with track_calls() as calls:
         result = await _answer(store, llm, question, options, synth, corpus, explain)
         if result.stream is not None:
@@ -433,24 +493,25 @@ async def _answer(
     _check_call_limit(options, planned, f"{documents_in_store} summaries")
     # Summaries are read for the kept candidates only (what --explain lists).
     keep = max(options.top_k, options.candidates, SHOWN_CANDIDATES)
+    floor = relevance_floor(options.retriever, corpus.embedding_model(), options.min_score)
     found: Retrieval = await _in_step(f"retrieval ({options.retriever})", retrieve(
         options.retriever, llm, question, corpus,
-        top_k=options.top_k, batch_size=options.choice_batch_size, candidates=options.candidates, keep=keep,
+        top_k=options.top_k, batch_size=options.choice_batch_size, candidates=options.candidates, keep=keep, floor=floor,
     ))
     candidates = [
-        {"doc_id": c.doc_id, "path": c.path, "score": c.score, "chosen": c.chosen, "summary": c.summary}
-        | ({"signals": c.signals} if c.signals else {})
+        {"doc_id": c.doc_id, "path": c.path, "score": c.score, "chosen": c.chosen, "summary": c.summary} | _evidence_of(c)
         for c in found.candidates
     ]
     documents = [
-        {"doc_id": c.doc_id, "path": c.path, "score": c.score, "summary": c.summary} | ({"signals": c.signals} if c.signals else {})
+        {"doc_id": c.doc_id, "path": c.path, "score": c.score, "summary": c.summary} | _evidence_of(c)
         for c in found.chosen
     ]
     for c in found.candidates:
         first_line = c.summary.strip().splitlines()[0][:100] if c.summary.strip() else ""
         score = "  -  " if c.score is None else f"{c.score:.3f}"
         via = f" ({c.via})" if found.retriever == "hybrid" and c.via else ""
-        signals = f" [{', '.join(f'{k} {v:g}' for k, v in c.signals.items())}]" if c.signals else ""
+        shown = c.signals | ({"relevance": c.relevance} if c.relevance is not None and c.via != "embedding" else {})
+        signals = f" [{', '.join(f'{k} {v:g}' for k, v in shown.items())}]" if shown else ""
         say(f"[{'x' if c.chosen else ' '}] {score}{via}{signals}  {c.path}: {first_line}")
     unlisted = corpus.size() - len(found.candidates)
     if unlisted > 0:
@@ -463,18 +524,33 @@ async def _answer(
         reason = "no document was chosen for this question"
         if found.notes:
             reason += f" ({found.notes[-1]})"
-        return _empty(question, options, reason, **base)
+        return _abstain(question, options, reason, **base)
+
+    chosen, by_doc = found.chosen, store.nodes_for([c.doc_id for c in found.chosen])
+    grounding: StepReport | None = None
+    if llm.metadata.extractive:
+        from docsum.query.grounding import grounded
+
+        chosen, by_doc, grounding = grounded(store, question, found, by_doc, options.top_k, floor)
+        if grounding is not None:
+            say(f"{grounding.step}: {grounding.before} → {grounding.after} documents; {grounding.note}")
+            base["steps"] = [grounding.as_dict()]
+            base["documents"] = [d for d in documents if any(c.doc_id == d["doc_id"] for c in chosen)] + [
+                {"doc_id": c.doc_id, "path": c.path, "score": c.score, "summary": c.summary} | _evidence_of(c)
+                for c in chosen if c not in found.chosen
+            ]
+            if not chosen:
+                return _abstain(question, options, grounding.note, **base)
 
     nodes: list[NodeWithScore] = []
-    by_doc = store.nodes_for([c.doc_id for c in found.chosen])
-    for cand in found.chosen:
+    for cand in chosen:
         for rec in by_doc.get(cand.doc_id, []):
             node = Node(rec.text, rec.doc_id, cand.path, rec.seq, tuple(rec.pages), rec.start_char, rec.end_char, rec.token_count)
             nodes.append(NodeWithScore(node, cand.score))
     if not nodes:
         return _empty(question, options, "the chosen documents have no text to answer from", **base)
 
-    steps: list[StepReport] = []
+    steps: list[StepReport] = [grounding] if grounding is not None else []
     if options.cutoff is not None:
         nodes, report = similarity_cutoff(nodes, options.cutoff)
         steps.append(report)
@@ -485,7 +561,7 @@ async def _answer(
             planned["rerank"] = planned_rating_calls(len(nodes), RERANK_BATCH_SIZE)
         if options.compress:
             planned["compress"] = len(nodes)
-        answer_calls = synth.plan(question, [n.node.text for n in nodes], **options.variables)
+        answer_calls = synth.plan(question, synth.passages(nodes), **options.variables)
         planned[f"answer ({options.label})"] = answer_calls
         if options.polish and answer_calls != 0:
             planned["polish"] = 1
@@ -500,6 +576,8 @@ async def _answer(
         nodes, report = long_context_reorder(nodes)
         steps.append(report)
     for report in steps:
+        if report is grounding:
+            continue  # already said, in documents
         say(f"{report.step}: {report.before} → {report.after} nodes; {report.note}")
         if "could not be parsed" in report.note or (report.emptied and nodes):
             # (A step that removed everything is the reason itself, not a warning.)
@@ -513,7 +591,7 @@ async def _answer(
         return _empty(question, options, reason, **base)
 
     tokens = sum(n.node.token_count or llm.metadata.tokenizer.count(n.node.text) for n in nodes)
-    planned = synth.plan(question, [n.node.text for n in nodes], **options.variables)
+    planned = synth.plan(question, synth.passages(nodes), **options.variables)
     # no_text and context_only make no call, so there is nothing to polish.
     polishing = options.polish and planned != 0
     planned_total = None if planned is None else planned + (1 if polishing else 0)
@@ -526,24 +604,50 @@ async def _answer(
 
     answer_step = f"answer ({options.label})"
     response: Response = await _in_step(answer_step, synth.asynthesize(question, nodes, **options.variables))
+    records = store.get_documents(list(dict.fromkeys(n.node.doc_id for n in response.source_nodes)))
+    roots = {d.doc_id: d.root for d in records}
+    shared = {d.path for d in records if len(store.find_documents(d.path)) > 1}
     sources = [
-        {"doc_id": n.node.doc_id, "path": n.node.path, "pages": list(n.node.pages), "score": n.score, "text": n.node.text}
+        {"doc_id": n.node.doc_id, "path": n.node.path, "root": roots.get(n.node.doc_id, ""), "pages": list(n.node.pages),
+         "score": n.score, "text": n.node.text}
         for n in response.source_nodes
     ]
     result = AskResult(
         question, response.response, response.status, response.reason, options.label, found.retriever,
         sources=sources, plan=plan, **base,
     )
+    result.roots, result.names = roots, display_names([(d.doc_id, d.root, d.path) for d in records], shared)
+    if response.status is ResponseStatus.NOT_SATISFIED:
+        return result.abstain(response.reason)
     if response.status is not ResponseStatus.OK:
         return result
+    if response.stream is None and says_cannot_answer(result.answer):
+        return result.abstain("the answer step found no answer in the passages")
+    if synth.numbered_passages:
+        result.passages = list(response.source_nodes)
     if response.stream is not None:
+        # Declines and markers are checked once the stream has been read
+        # (AskResult.finish, called by drain and by the text output).
         result.stream = _stream_in_step(answer_step, response.stream)
         return result
     if polishing and result.answer.strip():
         await _in_step("polish", _polish(llm, question, result, nodes, options.stream))
         if result.stream is not None:
             result.stream = _stream_in_step("polish", result.stream)
+            return result
+    result.finish()
+    for flagged in result.unsupported:
+        say(f"citation check: not supported by {''.join(f'[{m}]' for m in flagged['markers'])} "
+            f"(share of its words found there {flagged['support']:.2f}): {flagged['sentence'][:160]}")
     return result
+
+
+def _evidence_of(candidate: Candidate) -> dict[str, Any]:
+    """A candidate's raw signals and relevance, for the JSON, when it has them."""
+    out: dict[str, Any] = {"signals": candidate.signals} if candidate.signals else {}
+    if candidate.relevance is not None:
+        out["relevance"] = candidate.relevance
+    return out
 
 
 async def _polish(llm: LLM, question: str, result: AskResult, nodes: list[NodeWithScore], stream: bool) -> None:

@@ -144,6 +144,13 @@ class BM25Index:
             out[self.indices[start:end]] += self.data[start:end]
         return out
 
+    def rows_with(self, term: str) -> np.ndarray:
+        """The rows (texts) that contain `term`."""
+        column = self.vocab.get(term)
+        if column is None:
+            return np.zeros(0, dtype=np.int64)
+        return np.asarray(self.indices[int(self.indptr[column]) : int(self.indptr[column + 1])], dtype=np.int64)
+
     # -- persistence -------------------------------------------------------
     def save(self, directory: Path, fingerprint: str, extra: dict[str, np.ndarray] | None = None) -> None:
         """Write the index (and `extra` arrays, as NAME.npy) to `directory`

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docsum.errors import ConfigError
-from docsum.query.evidence import DocumentEvidence, load_evidence
-from docsum.query.retrieve import SummaryEntry, query_vector, score_by_embedding
+from docsum.query.evidence import DocumentEvidence, DocumentScores, load_evidence
+from docsum.query.retrieve import SummaryCorpus, SummaryEntry, query_vector, score_by_embedding
 from docsum.store.vectors import VectorView, load_vectors
 
 if TYPE_CHECKING:
@@ -109,3 +109,59 @@ class StoreCorpus:
 def _check_dim(got: int, stored: int | None) -> None:
     if got != stored:
         raise ConfigError(f"the embedding model returned {got} dimensions but the store holds {stored}; rebuild the store")
+
+
+class HiddenDocuments:
+    """A corpus with some documents left out of retrieval (docsum eval
+    --unanswerable hides a question's gold documents this way)."""
+
+    def __init__(self, corpus: SummaryCorpus, hidden: frozenset[str]) -> None:
+        self.corpus = corpus
+        self.hidden = hidden
+
+    def size(self) -> int:
+        return self.corpus.size()
+
+    async def embedding_scores(
+        self, llm: LLM, query: str, limit: int | None = None
+    ) -> tuple[list[str], np.ndarray, list[str]]:
+        # Asked for `limit` nearest, the hidden ones may be among them.
+        wider = None if limit is None else limit + len(self.hidden)
+        ids, scores, notes = await self.corpus.embedding_scores(llm, query, wider)
+        keep = [i for i, doc_id in enumerate(ids) if doc_id not in self.hidden]
+        return [ids[i] for i in keep], scores[keep], notes
+
+    def entries(self, doc_ids: list[str]) -> list[SummaryEntry]:
+        return self.corpus.entries([d for d in doc_ids if d not in self.hidden])
+
+    def all_entries(self) -> list[SummaryEntry]:
+        return [e for e in self.corpus.all_entries() if e.doc_id not in self.hidden]
+
+    def embedding_model(self) -> str | None:
+        return self.corpus.embedding_model()
+
+    def bm25_evidence(self) -> DocumentEvidence:
+        return HiddenEvidence(self.corpus.bm25_evidence(), self.hidden)
+
+
+class HiddenEvidence(DocumentEvidence):
+    """BM25 evidence in which hidden documents score nothing (summary and
+    nodes alike), so the fused and bm25 retrievers never see them either."""
+
+    def __init__(self, evidence: DocumentEvidence, hidden: frozenset[str]) -> None:
+        super().__init__(evidence.doc_ids, evidence.summaries, evidence.nodes, evidence.node_owner)
+        import numpy as np
+
+        self.hidden_rows = np.asarray([doc_id in hidden for doc_id in evidence.doc_ids], dtype=bool)
+
+    def score(self, question: str) -> DocumentScores:
+        found = super().score(question)
+        found.summary[self.hidden_rows] = 0.0
+        found.best_nodes[self.hidden_rows] = 0.0
+        return found
+
+    def node_scores(self, question: str) -> np.ndarray:
+        scores = super().node_scores(question)
+        if scores.size:
+            scores[self.hidden_rows[self.node_owner]] = 0.0
+        return scores

@@ -9,6 +9,7 @@ Questions come as JSON lines with `id`, `question`, optional `answer`,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,6 +132,7 @@ class EvalReport:
     summary: dict[str, dict[str, float]] = field(default_factory=dict)  # system -> kind ("all", "single", ...) -> metrics
     details: list[dict[str, Any]] = field(default_factory=list)
     answers: dict[str, Any] | None = None
+    abstention: dict[str, Any] | None = None
     calls: list[CallRecord] = field(default_factory=list)
     unresolved: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
@@ -141,6 +143,7 @@ class EvalReport:
             "top_k": self.top_k,
             "metrics": self.summary,
             "answers": self.answers,
+            "abstention": self.abstention,
             "usage": Usage.of(self.calls).as_dict(),
             "unresolved_gold_docs": self.unresolved,
             "elapsed_s": round(self.elapsed_s, 3),
@@ -194,12 +197,15 @@ async def evaluate(
     limits: Limits = DEFAULT_LIMITS,
     progress: Callable[[int, int], None] | None = None,
     also: Sequence[str] = (),
+    unanswerable: AskOptions | None = None,
 ) -> EvalReport:
     """Retrieval metrics of `retriever` (reported as system "summary" and
     under its own name) and of each retriever in `also` (under its name),
     beside the chunk baseline with baseline="chunks". With `answers` (the
     options to ask with, their mode resolved when they were made), every
-    question is also answered and the answer graded."""
+    question is also answered and the answer graded. With `unanswerable`
+    (options made the same way), every question is asked again with its gold
+    documents hidden: answer and abstention rates per kind."""
     import time
 
     started = time.monotonic()
@@ -269,6 +275,8 @@ async def evaluate(
 
         if answers is not None:
             report.answers = await _score_answers(store_path, llm, questions, rows, answers)
+        if unanswerable is not None:
+            report.abstention = await _abstention_rates(store_path, llm, gold_sets, questions, rows, unanswerable, limits)
         report.details = list(rows)
         report.calls = list(calls)
 
@@ -315,6 +323,51 @@ async def _score_answers(
         "graded": len(graded),
         "accuracy": round(sum(1 for g in graded if g["correct"]) / len(graded), 4) if graded else None,
         "by_kind": {k: round(sum(v) / len(v), 4) for k, v in by_kind.items()},
+    }
+
+
+async def _abstention_rates(
+    store_path: Path,
+    llm: LLM,
+    gold_sets: list[set[str]],
+    questions: list[EvalQuestion],
+    rows: list[dict[str, Any]],
+    options: AskOptions,
+    limits: Limits,
+) -> dict[str, Any]:
+    """Ask every question twice: as usual (an answer is expected) and with its
+    gold documents hidden from retrieval (an abstention is expected). The
+    answer rate counts normal runs that answered (status ok), the abstention
+    rate hidden-gold runs that abstained; both per kind. Whether an answer is
+    right is --answers' business, not this."""
+    gate = asyncio.Semaphore(limits.questions)
+
+    async def one(i: int, q: EvalQuestion, row: dict[str, Any]) -> None:
+        outcome: dict[str, Any] = {}
+        for label, hidden in (("normal", frozenset()), ("hidden_gold", frozenset(gold_sets[i]))):
+            async with gate:
+                result = await ask(store_path, llm, q.question, dataclasses.replace(options, hidden_doc_ids=hidden))
+            outcome[label] = {"status": result.status.value, "abstained": result.abstained, "reason": result.reason}
+        row["abstention"] = outcome
+
+    await asyncio.gather(*(one(i, q, r) for i, (q, r) in enumerate(zip(questions, rows))))
+    kinds: dict[str, list[dict[str, Any]]] = {"all": []}
+    for row in rows:
+        kinds["all"].append(row["abstention"])
+        kinds.setdefault(row["kind"], []).append(row["abstention"])
+
+    def rate(items: list[dict[str, Any]], label: str, want_answer: bool) -> float | None:
+        if not items:
+            return None
+        hits = sum(1 for o in items if (o[label]["status"] == "ok") == want_answer)
+        return round(hits / len(items), 4)
+
+    return {
+        "mode": options.mode,
+        "by_kind": {
+            kind: {"n": len(items), "answer_rate": rate(items, "normal", True), "abstention_rate": rate(items, "hidden_gold", False)}
+            for kind, items in kinds.items()
+        },
     }
 
 

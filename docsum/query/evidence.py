@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,35 @@ class DocumentEvidence:
         summary = self.summaries.scores_for_terms(words)
         nodes = sum_of_best(self.nodes.scores_for_terms(words), self.node_owner, len(self.doc_ids), NODES_PER_DOCUMENT)
         return DocumentScores(summary, nodes)
+
+    def coverage(self, question: str, rows: np.ndarray) -> np.ndarray:
+        """For the documents at `rows`, the share of the question's content
+        words (each weighted by its IDF over the documents) that occur in the
+        document's summary or nodes: 1.0 holds every word, 0 none. Unlike a
+        BM25 score this is comparable across questions, which is what a
+        relevance floor needs (docsum.query.abstain). A word no document holds
+        ("unladen swallow") weighs as much as the rarest word and lowers every
+        document's share.
+        A question without content words covers everything (1.0)."""
+        words = list(dict.fromkeys(terms(question)))
+        rows = np.asarray(rows, dtype=np.int64)
+        if not words:
+            return np.ones(rows.size, dtype=np.float32)
+        count = len(self.doc_ids)
+        held = np.zeros((len(words), rows.size), dtype=bool)
+        weights = np.zeros(len(words), dtype=np.float64)
+        for w, word in enumerate(words):
+            present = np.zeros(count, dtype=bool)
+            present[self.summaries.rows_with(word)] = True
+            present[self.node_owner[self.nodes.rows_with(word)]] = True
+            df = int(present.sum())
+            # An IDF that stays positive for a word every document holds and
+            # weighs a word no document holds like the rarest one: in a small
+            # store the usual BM25 IDF would weigh it tenfold.
+            weights[w] = math.log(1.0 + count / max(df, 1))
+            held[w] = present[rows]
+        total = weights.sum() or 1.0
+        return (weights @ held / total).astype(np.float32)
 
     def node_scores(self, question: str) -> np.ndarray:
         """Every node's score (owners in `node_owner`), for the chunk baseline."""

@@ -68,6 +68,10 @@ class Candidate:
     via: str = ""  # which retriever scored it
     # The fused retriever's raw evidence, by name (see FUSED_SIGNALS).
     signals: dict[str, float] = field(default_factory=dict)
+    # What a relevance floor is compared with: the cosine for the embedding
+    # retriever, the question's share held by the document for bm25 and fused
+    # (docsum.evidence.DocumentEvidence.coverage). None: no floor applies.
+    relevance: float | None = None
 
 
 @dataclass
@@ -223,10 +227,13 @@ def _candidates(entries: list[SummaryEntry], scores: np.ndarray | list[float | N
 
 
 async def retrieve_by_embedding(
-    llm: LLM, query: str, entries: list[SummaryEntry] | SummaryCorpus, top_k: int, keep: int | None = None
+    llm: LLM, query: str, entries: list[SummaryEntry] | SummaryCorpus, top_k: int, keep: int | None = None,
+    floor: float | None = None,
 ) -> Retrieval:
-    """The `top_k` best-scored documents. Summaries are read for the `keep`
-    best only (None: all), which are the candidates reported."""
+    """The `top_k` best-scored documents that score above zero and reach
+    `floor` (see docsum.query.abstain.relevance_floor): top_k is a maximum, not a
+    quota. Summaries are read for the `keep` best only (None: all), which are
+    the candidates reported."""
     corpus = as_corpus(entries)
     limit = None if keep is None else max(keep, top_k)
     ids, scores, notes = await corpus.embedding_scores(llm, query, limit)
@@ -238,13 +245,35 @@ async def retrieve_by_embedding(
     # Equal scores rank by path, as they did when every summary was listed.
     kept.sort(key=lambda e: (-score_of[e.doc_id], e.path))
     ranked = _candidates(kept, [score_of[e.doc_id] for e in kept], "embedding")
-    return _choose("embedding", ranked, top_k, notes)
+    for c in ranked:
+        c.relevance = c.score
+    return _choose("embedding", ranked, top_k, notes, floor)
 
 
-def _choose(retriever: str, ranked: list[Candidate], top_k: int, notes: list[str]) -> Retrieval:
-    chosen = [c for c in ranked[:top_k] if (c.score or 0) > 0]
+def passes_floor(candidate: Candidate, floor: float | None) -> bool:
+    """Scored above zero, and at or above the relevance floor (if any)."""
+    if (candidate.score or 0) <= 0:
+        return False
+    return floor is None or candidate.relevance is None or candidate.relevance >= floor
+
+
+def _choose(
+    retriever: str, ranked: list[Candidate], top_k: int, notes: list[str], floor: float | None = None,
+    relative: float | None = None,
+) -> Retrieval:
+    """The best `top_k` that pass the floor: a maximum, never a quota. With
+    `relative`, a document must also hold at least that share of the best
+    chosen document's relevance."""
+    chosen = [c for c in ranked[:top_k] if passes_floor(c, floor)]
+    if relative is not None and chosen:
+        best = max(c.relevance or 0.0 for c in chosen)
+        chosen = [c for c in chosen if (c.relevance or 0.0) >= relative * best]
     if not chosen and ranked:
-        notes.append("no summary shares anything with the question")
+        best = max((c.relevance for c in ranked[:top_k] if c.relevance is not None), default=None)
+        if floor is not None and (ranked[0].score or 0) > 0 and best is not None:
+            notes.append(f"no document reaches the relevance floor of {floor:g} (best {best:.3f})")
+        else:
+            notes.append("no summary shares anything with the question")
     for c in chosen:
         c.chosen = True
     return Retrieval(retriever, chosen, ranked, notes)
@@ -290,23 +319,46 @@ def _kept_candidates(
     return out
 
 
-async def retrieve_by_bm25(query: str, corpus: SummaryCorpus, top_k: int, keep: int | None = None) -> Retrieval:
-    """Summaries only, scored by BM25 (raw score: 0 shares nothing, higher is better)."""
+def _relative(floor: float | None) -> float | None:
+    """The relative floor that goes with a share floor (none without a floor)."""
+    from docsum.query.abstain import RELATIVE_COVERAGE_FLOOR
+
+    return None if floor is None else RELATIVE_COVERAGE_FLOOR
+
+
+def _with_coverage(evidence: DocumentEvidence, query: str, ranked: list[Candidate]) -> list[Candidate]:
+    """Each candidate's share of the question (its relevance for the floor)."""
+    row = {doc_id: i for i, doc_id in enumerate(evidence.doc_ids)}
+    shares = evidence.coverage(query, np.asarray([row[c.doc_id] for c in ranked], dtype=np.int64))
+    for c, share in zip(ranked, shares):
+        c.relevance = round(float(share), 4)
+    return ranked
+
+
+async def retrieve_by_bm25(
+    query: str, corpus: SummaryCorpus, top_k: int, keep: int | None = None, floor: float | None = None
+) -> Retrieval:
+    """Summaries only, scored by BM25 (raw score: 0 shares nothing, higher is
+    better); `floor` applies to the question's share each document holds."""
     evidence = corpus.bm25_evidence()
     scores = evidence.score(query).summary
     order = np.argsort(-scores, kind="stable")
     ranked = _kept_candidates(corpus, evidence.doc_ids, order, scores, {}, "bm25", keep, top_k)
-    return _choose("bm25", ranked, top_k, [])
+    return _choose("bm25", _with_coverage(evidence, query, ranked), top_k, [], floor, _relative(floor))
 
 
-async def retrieve_fused(llm: LLM, query: str, corpus: SummaryCorpus, top_k: int, keep: int | None = None) -> Retrieval:
+async def retrieve_fused(
+    llm: LLM, query: str, corpus: SummaryCorpus, top_k: int, keep: int | None = None, floor: float | None = None
+) -> Retrieval:
     """Each document scored from its summary and its best nodes together:
     reciprocal-rank fusion of BM25 over summaries, BM25 of the best three
     nodes summed, and, when the summaries carry real embeddings (a server's or
     the local embedder's, not the offline lexical vectors), cosine similarity
     of the summary embedding. The score is the fusion in [0, 1]; each
     candidate also carries the raw signals (`summary_bm25`, `node_bm25`,
-    `summary_cosine`)."""
+    `summary_cosine`). Fusion is by rank, so it says nothing about how well
+    the best document matches: `floor` applies to the question's share each
+    document holds (its `relevance`) instead."""
     notes: list[str] = []
     evidence = corpus.bm25_evidence()
     found = evidence.score(query)
@@ -320,7 +372,7 @@ async def retrieve_fused(llm: LLM, query: str, corpus: SummaryCorpus, top_k: int
     # document whose best passages match best: answers are read from nodes.
     order = np.lexsort((-found.summary, -found.best_nodes, -fused))
     ranked = _kept_candidates(corpus, evidence.doc_ids, order, fused, signals, "fused", keep, top_k)
-    return _choose("fused", ranked, top_k, notes)
+    return _choose("fused", _with_coverage(evidence, query, ranked), top_k, notes, floor, _relative(floor))
 
 
 def aligned_scores(doc_ids: list[str], ids: list[str], scores: np.ndarray) -> np.ndarray:
@@ -385,6 +437,9 @@ async def retrieve_hybrid(
     llm: LLM, query: str, corpus: list[SummaryEntry] | SummaryCorpus, top_k: int, batch_size: int, candidates: int,
     keep: int | None = None,
 ) -> Retrieval:
+    # The shortlist is the best `candidates` whatever they score: the LLM
+    # judges them, and its "none of these" is the abstention here (a summary
+    # sharing no word with the question may still be the one to read).
     corpus = as_corpus(corpus)
     first = await retrieve_by_embedding(llm, query, corpus, candidates, None if keep is None else max(keep, candidates))
     shortlist_ids = {c.doc_id for c in first.candidates[:candidates]}
@@ -410,16 +465,20 @@ async def retrieve(
     batch_size: int = default("choice_batch_size"),
     candidates: int = default("candidates"),
     keep: int | None = None,
+    floor: float | None = None,
 ) -> Retrieval:
     """Pick documents. `keep` bounds the candidates whose summaries are read
     and reported (None: all); LLM choice over the whole store reads them all.
-    The `fused` and `bm25` retrievers read the corpus's BM25 evidence."""
+    The `fused` and `bm25` retrievers read the corpus's BM25 evidence.
+    `floor` is the relevance floor of the fused, bm25 and embedding
+    retrievers (see Candidate.relevance); LLM choice (and hybrid's) has its
+    own "none of these"."""
     if retriever == "fused":
-        return await retrieve_fused(llm, query, as_corpus(entries), top_k, keep)
+        return await retrieve_fused(llm, query, as_corpus(entries), top_k, keep, floor)
     if retriever == "bm25":
-        return await retrieve_by_bm25(query, as_corpus(entries), top_k, keep)
+        return await retrieve_by_bm25(query, as_corpus(entries), top_k, keep, floor)
     if retriever == "embedding":
-        return await retrieve_by_embedding(llm, query, entries, top_k, keep)
+        return await retrieve_by_embedding(llm, query, entries, top_k, keep, floor)
     if retriever == "llm":
         return await retrieve_by_llm(llm, query, entries, top_k, batch_size)
     if retriever == "hybrid":

@@ -106,6 +106,10 @@ class BaseSynthesizer:
     async def aget_response(self, query_str: str, text_chunks: list[str], **response_kwargs: Any) -> str | AsyncIterator[str]:
         return await asyncio.to_thread(self.get_response, query_str, text_chunks, **response_kwargs)
 
+    # Whether the passages reach `get_response` numbered for citation; off by
+    # default (a library caller's chunks arrive as given).
+    numbered_passages = False
+
     def plan(self, query_str: str, text_chunks: list[str], **response_kwargs: Any) -> int | None:
         """LLM calls an answer from these chunks will make, where that is
         known before running; None (the default) when it is not."""
@@ -133,11 +137,21 @@ class BaseSynthesizer:
     def check_templates(self, response_kwargs: dict[str, Any]) -> None:
         """Fail before any LLM call if a template variable will have no value."""
 
+    def passages(self, nodes: list[NodeWithScore]) -> list[str]:
+        """The text chunks `get_response` receives for these nodes: numbered
+        for citation (docsum.query.citations) when `numbered_passages` is on,
+        as `docsum ask` sets it for every mode; as given otherwise."""
+        if self.numbered_passages:
+            from docsum.query.citations import number_passages
+
+            return number_passages(nodes)
+        return [n.node.text for n in nodes]
+
     async def asynthesize(self, query: str, nodes: list[NodeWithScore], **response_kwargs: Any) -> Response:
         self.check_templates(response_kwargs)
         if not nodes:
             return Response("", [], ResponseStatus.EMPTY, "there are no passages to answer from")
-        chunks = [n.node.text for n in nodes]
+        chunks = self.passages(nodes)
         with track_calls() as calls:
             try:
                 result = await self.aget_response(query, chunks, **response_kwargs)

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Answers a person can trust (issue 11), offline, old against new in one run.
+
+For each corpus (SEC 10-Q filings, MuSiQue) this script builds a store with
+the older docsum (checked out from REV of this clone with `git worktree add
+--detach`) and one with this checkout, both offline, then:
+
+1. recall@3 (and MRR) of the default retriever, old and new (`docsum eval`);
+2. the new code's answer rate (normal questions answered) and abstention rate
+   (questions asked with their gold documents hidden, abstained) per kind
+   (`docsum eval --unanswerable`);
+3. the share of each question's best gold document that reaches the
+   relevance floor (what the floors were calibrated on), per retriever;
+4. the offline summaries of three PDFs of ../shared/eval/pdfs, old and new.
+
+    python3 bench/abstention.py                   # old = REV (default: the commit before this work)
+    REV=<git revision> EVAL=/path/to/eval python3 bench/abstention.py
+
+Writes bench/results/abstention/*.json and prints Markdown tables. Needs the
+evaluation folder (EVAL, default ../shared/eval next to the checkout) and
+nothing else outside the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+EVAL = Path(os.environ.get("EVAL", REPO.parent / "shared" / "eval"))
+REV = os.environ.get("REV", "683e04e")  # main before the port of h/answers
+OUT = Path(os.environ.get("RESULTS", HERE / "results")) / "abstention"
+CORPORA = ("sec-10-q", "musique")
+PDFS = ("pdfjs-tracemonkey.pdf", "pdfminer-naacl06-shinyama.pdf", "sf-GeoTopo-komprimiert.pdf")
+
+
+def docsum(code: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """One docsum process running the code in `code` (a checkout)."""
+    env = dict(os.environ, PYTHONPATH=str(code), DOCSUM_HOME=str(OUT / "home"))
+    env.pop("OPENAI_API_KEY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *map(str, args)], cwd=code, env=env,
+        capture_output=True, text=True, stdin=subprocess.DEVNULL,
+    )
+
+
+def build(code: Path, folder: Path, store: Path) -> None:
+    done = docsum(code, "build", folder, "--store", store)
+    if done.returncode not in (0, 3):
+        raise SystemExit(f"build of {folder} with {code} failed: {done.stderr[-2000:]}")
+
+
+def evaluate(code: Path, corpus: Path, store: Path, *extra: str) -> dict[str, Any]:
+    done = docsum(code, "eval", corpus / "questions.jsonl", "--store", store, "--json", *extra)
+    if done.returncode != 0:
+        raise SystemExit(f"eval with {code} failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def floor_shares(store: Path, questions: Path) -> dict[str, dict[str, float]]:
+    """Per retriever: the share of questions whose best gold document reaches
+    the default relevance floor (run in this process, new code)."""
+    import asyncio
+
+    from docsum.models.extractive import ExtractiveLLM
+    from docsum.query.abstain import relevance_floor
+    from docsum.query.corpus import StoreCorpus
+    from docsum.query.retrieve import retrieve
+    from docsum.store.base import open_store
+
+    items = [json.loads(line) for line in questions.read_text().splitlines() if line.strip()]
+    llm = ExtractiveLLM()
+    out: dict[str, dict[str, float]] = {}
+    with open_store(store, create=False, readonly=True) as opened:
+        corpus = StoreCorpus.beside(opened)
+        path_of = {d.doc_id: d.path for d in opened.list_documents()}
+        for retriever in ("fused", "bm25", "embedding"):
+            floor = relevance_floor(retriever, corpus.embedding_model())
+            kept: dict[str, list[bool]] = {"all": []}
+            for item in items:
+                found = asyncio.run(retrieve(retriever, llm, item["question"], corpus, top_k=3, keep=None))
+                gold = set(item["gold_docs"])
+                best = max((c.relevance or 0.0 for c in found.candidates if path_of[c.doc_id] in gold), default=0.0)
+                ok = floor is None or best >= floor
+                kept["all"].append(ok)
+                kept.setdefault(item["kind"], []).append(ok)
+            out[retriever] = {"floor": floor} | {k: round(sum(v) / len(v), 3) for k, v in kept.items()}
+    return out
+
+
+def show(code: Path, store: Path, name: str) -> str:
+    done = docsum(code, "show", name, "--store", store)
+    return done.stdout if done.returncode == 0 else f"(failed: {done.stderr.strip()[-300:]})"
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    old = Path(tempfile.mkdtemp(prefix="docsum-old-"))
+    shutil.rmtree(old)
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(old), REV], check=True, capture_output=True)
+    sys.path.insert(0, str(REPO))
+    stores = Path(tempfile.mkdtemp(prefix="docsum-abstention-"))
+    results: dict[str, Any] = {"rev": REV, "load": os.getloadavg()}
+    try:
+        for corpus in CORPORA:
+            folder = EVAL / "corpora" / corpus
+            row: dict[str, Any] = {}
+            for label, code in (("old", old), ("new", REPO)):
+                store = stores / f"{label}-{corpus}.sqlite"
+                build(code, folder, store)
+                extra = ("--unanswerable",) if label == "new" else ()
+                report = evaluate(code, folder, store, *extra)
+                row[label] = {"metrics": report["metrics"], "abstention": report.get("abstention")}
+            row["floors"] = floor_shares(stores / f"new-{corpus}.sqlite", folder / "questions.jsonl")
+            results[corpus] = row
+        pdfs = stores / "pdfs"
+        pdfs.mkdir()
+        for name in PDFS:
+            shutil.copy(EVAL / "pdfs" / name, pdfs / name)
+        results["summaries"] = {}
+        for label, code in (("old", old), ("new", REPO)):
+            store = stores / f"{label}-pdfs.sqlite"
+            build(code, pdfs, store)
+            results["summaries"][label] = {name: show(code, store, name) for name in PDFS}
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(old)], capture_output=True)
+        shutil.rmtree(stores, ignore_errors=True)
+    (OUT / "abstention.json").write_text(json.dumps(results, indent=1))
+    print_tables(results)
+
+
+def print_tables(results: dict[str, Any]) -> None:
+    print(f"old = {results['rev']}, load average at start {results['load']}\n")
+    print("| corpus | kind | recall@3 old | recall@3 new | answer rate (normal) | abstention rate (gold hidden) |")
+    print("|---|---|---|---|---|---|")
+    for corpus in CORPORA:
+        row = results[corpus]
+        for kind, rates in row["new"]["abstention"]["by_kind"].items():
+            old = row["old"]["metrics"]["summary"].get(kind, {}).get("recall")
+            new = row["new"]["metrics"]["summary"].get(kind, {}).get("recall")
+            print(f"| {corpus} | {kind} | {old:.3f} | {new:.3f} | {rates['answer_rate']:.3f} | {rates['abstention_rate']:.3f} |")
+    print("\n| corpus | retriever | floor | best gold document reaches it (all / single / multi) |")
+    print("|---|---|---|---|")
+    for corpus in CORPORA:
+        for retriever, shares in results[corpus]["floors"].items():
+            print(f"| {corpus} | {retriever} | {shares['floor']} | {shares['all']} / {shares.get('single')} / {shares.get('multi')} |")
+    for label in ("old", "new"):
+        print(f"\n### Summaries, {label}\n")
+        for name, text in results["summaries"][label].items():
+            print(f"```\n{text.strip()[:1200]}\n```\n")
+
+
+if __name__ == "__main__":
+    main()

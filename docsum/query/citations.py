@@ -1,0 +1,185 @@
+"""Citations to the page: numbered passages in, `[n]` markers out, checked.
+
+Every mode that writes text sees its passages numbered (`[3] (source: x.pdf,
+pp. 12–14)` above each one) and is asked to put the numbers of the passages
+behind each sentence after it. The answer's markers are then validated (one
+that points at no passage is removed and reported), mapped to document, pages
+and the quote that supports them, and each cited sentence is checked against
+its passages: a sentence whose words are mostly not in what it cites is
+flagged as unsupported.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from docsum.lexical import sentences, terms
+from docsum.schema import NodeWithScore
+
+# Above each numbered passage. Distinctive on purpose: papers start lines with
+# "[1] A. Author", which must not read as a new passage.
+_LABEL = re.compile(r"^\[(\d+)\] \(source: [^\n]*\)$", re.MULTILINE)
+# "[2]", "[2, 5]", "[2][5]"; at most three digits (a year in brackets is not one).
+MARKER = re.compile(r"\[(\d{1,3}(?:\s*,\s*\d{1,3})*)\]")
+# A cited sentence must find at least this share of its content words in the
+# passages it cites, or it is flagged as unsupported.
+SUPPORT_FLOOR = 0.5
+
+
+def page_ranges(pages: list[int] | tuple[int, ...]) -> str:
+    """`p. 4`, `pp. 12–14, 31`: consecutive pages as ranges."""
+    ordered = sorted(set(pages))
+    if not ordered:
+        return ""
+    spans: list[str] = []
+    start = prev = ordered[0]
+    for page in ordered[1:] + [None]:  # type: ignore[list-item]
+        if page is not None and page == prev + 1:
+            prev = page
+            continue
+        spans.append(str(start) if start == prev else f"{start}–{prev}")
+        if page is not None:
+            start = prev = page
+    return ("p. " if len(ordered) == 1 else "pp. ") + ", ".join(spans)
+
+
+def passage_label(marker: int, name: str, pages: tuple[int, ...]) -> str:
+    where = page_ranges(pages)
+    return f"[{marker}] (source: {name}{', ' + where if where else ''})"
+
+
+def number_passages(nodes: list[NodeWithScore]) -> list[str]:
+    """Each passage's text under its label, numbered from 1 in order."""
+    return [f"{passage_label(i, n.node.path, n.node.pages)}\n{n.node.text}" for i, n in enumerate(nodes, start=1)]
+
+
+def split_numbered(context: str) -> list[tuple[int | None, str]]:
+    """(marker, text) for each numbered passage in a context; text before the
+    first label, or a context without labels, has marker None."""
+    out: list[tuple[int | None, str]] = []
+    last_marker: int | None = None
+    last_end = 0
+    for match in _LABEL.finditer(context):
+        if context[last_end : match.start()].strip() or last_marker is not None:
+            out.append((last_marker, context[last_end : match.start()]))
+        last_marker, last_end = int(match.group(1)), match.end()
+    if context[last_end:].strip() or last_marker is not None:
+        out.append((last_marker, context[last_end:]))
+    return out
+
+
+def markers_in(text: str) -> list[int]:
+    found: list[int] = []
+    for match in MARKER.finditer(text):
+        for number in match.group(1).split(","):
+            value = int(number)
+            if value not in found:
+                found.append(value)
+    return found
+
+
+def strip_markers(text: str) -> str:
+    text = " ".join(MARKER.sub("", text).split())
+    return re.sub(r" ([.,;:!?])", r"\1", text)
+
+
+def with_marker(sentence: str, marker: int | None) -> str:
+    """`sentence [n].`: the marker before the closing punctuation."""
+    if marker is None or f"[{marker}]" in sentence:
+        return sentence
+    match = re.search(r"([.!?。！？][\"'”’)]*)$", sentence)
+    if match:
+        return f"{sentence[: match.start()]} [{marker}]{match.group(1)}"
+    return f"{sentence} [{marker}]"
+
+
+def validate_markers(answer: str, count: int) -> tuple[str, list[int]]:
+    """The answer without markers that point at no passage, and those markers."""
+    removed: list[int] = []
+
+    def keep(match: re.Match[str]) -> str:
+        numbers = [int(n) for n in match.group(1).split(",")]
+        good = [n for n in numbers if 1 <= n <= count]
+        removed.extend(n for n in numbers if not 1 <= n <= count and n not in removed)
+        return "".join(f"[{n}]" for n in good)
+
+    cleaned = MARKER.sub(keep, answer)
+    if removed:
+        cleaned = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned))
+    return cleaned, removed
+
+
+@dataclass
+class CitationReport:
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    unsupported: list[dict[str, Any]] = field(default_factory=list)
+    removed_markers: list[int] = field(default_factory=list)
+
+
+def _best_quote(claim: set[str], passage: str) -> tuple[str, float]:
+    best, share = "", 0.0
+    for sentence in sentences(passage):
+        words = set(terms(sentence))
+        overlap = len(claim & words) / len(claim) if claim else 0.0
+        if overlap > share or not best:
+            best, share = sentence, overlap
+    return best, share
+
+
+def cite(answer: str, nodes: list[NodeWithScore], roots: dict[str, str] | None = None) -> tuple[str, CitationReport]:
+    """Validate the answer's markers against its passages, map each to its
+    document, pages and supporting quote, and flag cited sentences the cited
+    passages do not support. Returns the cleaned answer and the report."""
+    cleaned, removed = validate_markers(answer, len(nodes))
+    report = CitationReport(removed_markers=removed)
+    seen: dict[int, dict[str, Any]] = {}
+    for sentence in sentences(cleaned):
+        cited = markers_in(sentence)
+        if not cited:
+            continue
+        claim = set(terms(strip_markers(sentence)))
+        support = 0.0
+        for marker in cited:
+            node = nodes[marker - 1].node
+            quote, share = _best_quote(claim, node.text)
+            support = max(support, share)
+            if marker not in seen:
+                seen[marker] = {
+                    "marker": marker,
+                    "doc": node.doc_id,
+                    "path": node.path,
+                    "root": (roots or {}).get(node.doc_id, ""),
+                    "pages": list(node.pages),
+                    "quote": quote,
+                }
+        # Judged on all its passages together: a sentence joining two facts
+        # may need both.
+        together = set().union(*(set(terms(nodes[m - 1].node.text)) for m in cited))
+        joint = len(claim & together) / len(claim) if claim else 1.0
+        if claim and max(support, joint) < SUPPORT_FLOOR:
+            report.unsupported.append({"sentence": strip_markers(sentence), "markers": cited, "support": round(max(support, joint), 2)})
+    report.citations = [seen[m] for m in sorted(seen)]
+    return cleaned, report
+
+
+def display_names(docs: list[tuple[str, str, str]], shared_paths: set[str]) -> dict[str, str]:
+    """How to name each document (doc_id, root, path) to a person: its path
+    relative to the build root, or, for a path that more than one root holds
+    (`shared_paths`), the path with its root (relative to the current folder
+    when inside it)."""
+    cwd = os.getcwd()
+    names: dict[str, str] = {}
+    for doc_id, root, path in docs:
+        if path not in shared_paths:
+            names[doc_id] = path
+            continue
+        full = os.path.join(root, path)
+        try:
+            relative = os.path.relpath(full, cwd)
+        except ValueError:  # another drive on Windows
+            relative = full
+        names[doc_id] = relative if not relative.startswith("..") else full
+    return names

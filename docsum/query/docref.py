@@ -1,0 +1,54 @@
+"""Which stored document a person means by what they typed (`docsum show`,
+`docsum remove`): an id or a unique id prefix, the path as typed from the
+current folder, or the stored path (relative to its build root)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from docsum.store.records import DocumentRecord
+from docsum.store.base import DocumentStore
+
+# A shorter prefix of a 12-character id would match too much by chance.
+MIN_ID_PREFIX = 4
+
+
+def find_documents(store: DocumentStore, ref: str, cwd: Path | None = None) -> list[DocumentRecord]:
+    """Candidates for `ref`, the most specific rule that matches first:
+    the exact id; the path as typed, from `cwd` (root/path of a stored
+    document); the store's own rules (stored path, a unique path suffix); a
+    unique id prefix. More than one candidate means ambiguous."""
+    ref = ref.strip()
+    if not ref:
+        return []
+    exact = [d for d in store.find_documents(ref) if d.doc_id == ref]
+    if exact:
+        return exact
+    typed = _typed_path_matches(store, ref, cwd or Path.cwd())
+    if typed:
+        return typed
+    stored = store.find_documents(ref)
+    if stored:
+        return stored
+    if len(ref) >= MIN_ID_PREFIX and all(c in "0123456789abcdef" for c in ref.lower()):
+        return [d for d in store.list_documents() if d.doc_id.startswith(ref.lower())]
+    return []
+
+
+def _typed_path_matches(store: DocumentStore, ref: str, cwd: Path) -> list[DocumentRecord]:
+    """The document whose root/path is `ref` taken from `cwd`, with and
+    without resolving symlinks (the build root was stored as given, resolved)."""
+    typed = Path(os.path.expanduser(ref))
+    if not typed.is_absolute():
+        typed = cwd / typed
+    seen: set[str] = set()
+    found: list[DocumentRecord] = []
+    for candidate in (os.path.normpath(typed), str(typed.resolve())):
+        if candidate in seen:
+            continue
+        seen.add(candidate)
+        for doc in store.find_documents(candidate):
+            if doc.doc_id not in {d.doc_id for d in found}:
+                found.append(doc)
+    return found

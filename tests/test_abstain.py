@@ -1,0 +1,311 @@
+"""Abstention: when the documents do not hold an answer, docsum says so on
+stdout (the abstention text only, no sources), exits 5 and names the reason,
+for every retriever and engine: the embedding relevance floor, grounding of the
+question's names offline, the LLM's "none of these", and an answer step (model
+or offline engine) that declines. And `docsum eval --unanswerable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from docsum.query.abstain import ABSTENTION_TEXT, question_names, says_cannot_answer
+from docsum.lexical import sentences
+from docsum.models.extractive import ExtractiveLLM
+from docsum.query.retrieve import SummaryEntry, retrieve
+from docsum.store.sqlite import Store
+from fakeopenai import FakeOpenAI
+from helpers import first_choice_then, run_cli_parts as run
+
+SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "sample_data" / "docs"
+SWALLOW = "What is the airspeed velocity of an unladen swallow?"
+
+
+def assert_abstained(code: int, out: str, err: str, reason: str) -> None:
+    assert code == 5, err
+    assert out == ABSTENTION_TEXT + "\n"  # the text only: no answer, no "Sources:"
+    assert "nothing to answer from" in err and reason in err
+
+
+def test_offline_unrelated_question_abstains(offline_sample_store: Path) -> None:
+    # Before: exit 0 and six sentences of railway minutes (scored 0.039).
+    assert_abstained(*run("ask", SWALLOW, "--store", offline_sample_store), reason="")
+    code, out, err = run("ask", SWALLOW, "--store", offline_sample_store, "--json")
+    data = json.loads(out)
+    assert code == 5 and data["abstained"] is True and data["status"] in ("empty", "not_satisfied")
+    assert data["sources"] == [] and data["answer"] == "" and data["reason"]
+
+
+@pytest.mark.parametrize("mode", ["compact", "refine", "tree_summarize", "simple_summarize"])
+def test_every_text_mode_abstains_offline(offline_sample_store: Path, mode: str) -> None:
+    code, out, err = run("ask", "Which violinist premiered the oboe sonata?", "--store", offline_sample_store, "--mode", mode)
+    assert_abstained(code, out, err, reason="")
+
+
+def test_a_name_or_year_no_document_mentions_is_an_abstention(offline_sample_store: Path) -> None:
+    # The bakery and the oven are in the documents; 1987 is not.
+    code, out, err = run("ask", "Who repaired the Vandermolen oven in 1987?", "--store", offline_sample_store, "--explain")
+    assert_abstained(code, out, err, reason="1987")
+    assert "grounding:" in err
+
+
+def test_answerable_question_still_answers_with_both_hops(offline_sample_store: Path) -> None:
+    # The price is in minutes that never name the bakery: grounding keeps them.
+    code, out, err = run("ask", "How much did Brindle & Daughter pay for the oven, and when was the auction?", "--store", offline_sample_store)
+    assert code == 0, err
+    assert "$1,850" in out and "14 September 2019" in out and "Sources:" in out
+
+
+def test_top_k_is_a_maximum_not_a_quota(offline_sample_store: Path) -> None:
+    entries = []
+    with Store.open(offline_sample_store, create=False, readonly=True) as store:
+        for d in store.list_documents(with_embeddings=True):
+            entries.append(SummaryEntry(d.doc_id, d.path, d.summary, d.embedding, d.embedding_model, d.title))
+    # Only the summaries that mention the oven share a word with the question.
+    question = SWALLOW.rstrip("?") + " carrying an oven?"
+    found = asyncio.run(retrieve("embedding", ExtractiveLLM(), question, entries, top_k=3, floor=None))
+    sharing = [c for c in found.candidates if (c.score or 0) > 0]
+    assert 0 < len(sharing) < 3 and found.chosen == sharing  # not padded to 3
+    above_all = max(c.score or 0 for c in sharing) + 0.01
+    found = asyncio.run(retrieve("embedding", ExtractiveLLM(), question, entries, top_k=3, floor=above_all))
+    assert found.chosen == [] and "relevance floor" in found.notes[-1]
+
+
+@pytest.mark.parametrize("retriever", ["fused", "bm25", "embedding"])
+def test_min_score_sets_the_floor(offline_sample_store: Path, retriever: str) -> None:
+    # "plasterwork" is in no document: no document holds the whole question.
+    question = "When did the library reopen after the renovation of its plasterwork?"
+    args = ("ask", question, "--store", offline_sample_store, "--json", "--retriever", retriever)
+    code, out, err = run(*args, "--min-score", "0.99")
+    assert code == 5 and json.loads(out)["abstained"] and "relevance floor of 0.99" in err
+    code, out, err = run(*args, "--min-score", "0")
+    assert code == 0, err
+    assert run(*args, "--min-score", "1.5")[0] == 2
+
+
+@pytest.mark.parametrize("reply", [
+    "The documents do not answer this.",
+    "I cannot answer this question from the provided documents.",
+    "The context does not mention an airspeed for swallows.",
+])
+@pytest.mark.parametrize("retriever", ["embedding", "llm", "hybrid"])
+def test_a_model_that_declines_is_an_abstention(offline_sample_store: Path, reply: str, retriever: str) -> None:
+    with FakeOpenAI(responder=first_choice_then(reply)) as fake:
+        code, out, err = run(
+            "ask", "When did the library reopen after the renovation?", "--store", offline_sample_store,
+            "--base-url", fake.base_url, "--model", "fake-chat", "--retriever", retriever, "--no-stream",
+        )
+        prompts = [json.dumps(r.body) for r in fake.chat_requests()]
+    assert_abstained(code, out, err, reason="found no answer")
+    # The model was told how to decline.
+    assert any(ABSTENTION_TEXT in p for p in prompts)
+
+
+def test_a_streamed_decline_prints_no_sources(offline_sample_store: Path) -> None:
+    with FakeOpenAI(responder=first_choice_then("The documents do not answer this.")) as fake:
+        code, out, err = run(
+            "ask", "When did the library reopen after the renovation?", "--store", offline_sample_store,
+            "--base-url", fake.base_url, "--model", "fake-chat", "--stream",
+        )
+    assert code == 5 and "Sources:" not in out and out.strip() == ABSTENTION_TEXT
+
+
+def test_llm_choosing_none_is_an_abstention(offline_sample_store: Path) -> None:
+    with FakeOpenAI(responder=lambda body: '{"choices": []}') as fake:
+        code, out, err = run(
+            "ask", SWALLOW, "--store", offline_sample_store, "--base-url", fake.base_url, "--model", "fake-chat", "--retriever", "llm",
+        )
+    assert_abstained(code, out, err, reason="no document was chosen")
+
+
+def test_an_empty_store_is_not_an_abstention(tmp_path: Path) -> None:
+    code, out, err = run("ask", SWALLOW, "--store", tmp_path / "none.sqlite")
+    assert code == 5 and out == ""
+
+
+@pytest.mark.parametrize("reply, declines", [
+    ("The documents do not answer this.", True),
+    ("I don't know.", True),
+    ("There is no information about swallows in the documents.", True),
+    ("Not mentioned in the documents.", True),
+    ("The bridge opened in 1901.", False),
+    ("The report does not give a date, but the bridge opened after the flood of 1901, as the minutes say. " * 6, False),
+    ("", False),
+])
+def test_says_cannot_answer(reply: str, declines: bool) -> None:
+    assert says_cannot_answer(reply) is declines
+
+
+@pytest.mark.parametrize("question, names", [
+    ("How much did Brindle & Daughter pay for the oven?", ["brindl", "daughter"]),
+    ("What is the airspeed velocity of an unladen swallow?", []),
+    ("In Q1 2023, how did Microsoft's operating expenses change?", ["q1 2023", "microsoft"]),
+    ("What did NVIDIA report in the Q3 2023 10-Q?", ["nvidia", "q3 2023", "10-q"]),
+    ("Where was Harris W. Fawell born?", ["harri w fawell"]),
+    ("What legal proceedings are disclosed in these 10-Qs?", ["10-q"]),
+    ("Can trends be seen in Intel's Data Center Group revenue?", ["intel", "data center group"]),
+    ("Who composed Aschenbrödel?", ["aschenbrodel"]),
+])
+def test_question_names(question: str, names: list[str]) -> None:
+    assert question_names(question) == names
+
+
+# --------------------------------------------------------------------------- eval --unanswerable
+
+
+def test_eval_unanswerable_reports_answer_and_abstention_rates(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "ferry.txt").write_text("The Northbank ferry crosses the river every thirty minutes. Tickets cost two dollars.\n")
+    (folder / "bakery.txt").write_text("Quillon Bakery sells rye bread. The Quillon oven bakes 96 loaves at once.\n")
+    (folder / "garden.txt").write_text("The Orvale garden grows tomatoes and beans. Volunteers water it on Sundays.\n")
+    questions = tmp_path / "q.jsonl"
+    rows = [
+        {"id": "a", "question": "How often does the Northbank ferry cross the river?", "gold_docs": ["ferry.txt"], "kind": "single"},
+        {"id": "b", "question": "How many loaves does the Quillon oven bake?", "gold_docs": ["bakery.txt"], "kind": "single"},
+        {"id": "c", "question": "What does the Orvale garden grow?", "gold_docs": ["garden.txt"], "kind": "multi"},
+    ]
+    questions.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    store = tmp_path / "store.sqlite"
+    assert run("build", folder, "--store", store)[0] == 0
+    code, out, err = run("eval", questions, "--store", store, "--unanswerable", "--json", "--details")
+    assert code == 0, err
+    data = json.loads(out)
+    by_kind = data["abstention"]["by_kind"]
+    assert by_kind["all"] == {"n": 3, "answer_rate": 1.0, "abstention_rate": 1.0}
+    assert by_kind["single"]["n"] == 2 and by_kind["multi"]["n"] == 1
+    assert data["metrics"]["summary"]["all"]["recall"] == 1.0  # beside the recall figures
+    detail = data["questions"][0]["abstention"]
+    assert detail["normal"]["status"] == "ok" and detail["hidden_gold"]["abstained"] is True
+    code, out, err = run("eval", questions, "--store", store, "--unanswerable")
+    assert code == 0 and "abstention rate" in out
+
+
+@pytest.mark.parametrize("retriever", ["fused", "bm25", "embedding"])
+def test_hidden_documents_are_hidden_from_every_retriever(offline_sample_store: Path, retriever: str) -> None:
+    from docsum.query.corpus import HiddenDocuments, StoreCorpus
+    from docsum.store.base import open_store
+
+    question = "When did the library reopen after the renovation?"
+    with open_store(offline_sample_store, create=False, readonly=True) as store:
+        corpus = StoreCorpus.beside(store)
+        found = asyncio.run(retrieve(retriever, ExtractiveLLM(), question, corpus, top_k=3))
+        best = found.chosen[0]
+        assert best.path == "library_renovation_fact_sheet.pdf"
+        hidden = HiddenDocuments(corpus, frozenset({best.doc_id}))
+        again = asyncio.run(retrieve(retriever, ExtractiveLLM(), question, hidden, top_k=3))
+    assert best.doc_id not in {c.doc_id for c in again.candidates}
+    if again.chosen:  # the others still compete, ranked as if the library had never been built
+        assert again.chosen[0].path != best.path
+
+
+# --------------------------------------------------------------------------- --filter
+
+
+@pytest.mark.parametrize("mode", ["compact", "refine"])
+def test_filter_keeps_the_passage_with_the_answer(offline_sample_store: Path, mode: str) -> None:
+    question = "How much did Brindle & Daughter pay for the oven, and when was the auction?"
+    code, out, err = run("ask", question, "--store", offline_sample_store, "--filter", "--mode", mode)
+    assert code == 0, err
+    assert "$1,850" in out and "14 September 2019" in out
+
+
+def test_filter_with_nothing_satisfying_prints_only_the_abstention(offline_sample_store: Path) -> None:
+    # Before: exit 5, yet "Sources:" and the railway minutes on stdout.
+    # One word of nine ("oven") is in the documents: the bakery's history is
+    # chosen (no floor), and no passage of it satisfies the question.
+    question = "What is the airspeed velocity, wingspan and migration route of an unladen swallow near the oven?"
+    code, out, err = run("ask", question, "--store", offline_sample_store, "--filter", "--min-score", "0", "--retriever", "embedding")
+    assert_abstained(code, out, err, reason="structured answer filtering")
+
+
+# --------------------------------------------------------------------------- unreadable text
+
+
+@pytest.mark.parametrize("text, verdict", [
+    ("The ferry crosses the river every thirty minutes and tickets cost two dollars. " * 3, None),
+    (":., dP . . i, . . . ? . i ' » 14 e. : .. Pr . srN • ki ., , LIL k 1 sa s .. % , 2 Y. . g . %Z.. , I ' I .4 i \\ ... i —. 41.", "scattered letters"),
+    ("%% ## ** // ;; :: .. -- ** %% ## 12 ** .. ;; :: ## %% ** // ;; :: .. -- ## ** %% ;; :: ..", "symbols"),
+    ("/g145/g137/g155/g3/g4/g133/g133/g135/g146/g150/g131/g144/g133/g135/g3/g16/g145/g134/g135/g142/g3 " * 4, "glyph codes"),
+    ("ࠬᎈΪ९ – 31 – ڦ൲ࠬᎈ ࡈϋܓdʿ࿚Їɚཧཧɓϋɤɚ˜ɧɤɓ˚˟ɘࡈ˜͉ණྠԨೌତ܄ږ˒ᕸሪʘ࿛ሪf ಂʹהяΐ΢ಂ஬Υߒʹה׸ცʘ௰ЭڭᗇږܲږdϾ͉ණྠʘ܄˒඲ᎇܵڭࣛ", "mojibake"),
+    ("本公司於二零二三年發行新股，所得款項用於擴充產能。董事會建議派發末期股息每股零點五元。", None),
+    ("日本語のテキストは漢字とひらがなとカタカナを混ぜて書きます。東京は日本の首都です。", None),
+    ("مرحبا بكم في مكتبة المدينة، نفتح أبوابنا كل يوم من الساعة التاسعة صباحا حتى المساء.", None),
+])
+def test_unreadable_text_is_recognised(text: str, verdict: str | None) -> None:
+    from docsum.ingest.textquality import garbage_reason
+
+    reason = garbage_reason(text)
+    if verdict is None:
+        assert reason is None
+    else:
+        assert reason is not None and reason.startswith("unreadable text") and verdict in reason
+
+
+def test_unreadable_file_fails_with_its_reason_and_keeps_its_previous_summary(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    page = folder / "scan.txt"
+    page.write_text("The Orvale garden grows tomatoes and beans. Volunteers water it on Sundays.\n")
+    store = tmp_path / "store.sqlite"
+    assert run("build", folder, "--store", store)[0] == 0
+    before = json.loads(run("show", "scan.txt", "--store", store, "--json")[1])["summary"]
+    page.write_text(":., dP . . i, . . . ? . i ' » 14 e. : .. Pr . srN • ki ., , LIL k 1 sa s .. % , 2 Y. . g . %Z.. , I ' I .4 i\n")
+    code, out, err = run("build", folder, "--store", store)
+    assert code == 3
+    assert "docsum: failed scan.txt: unreadable text, not summarized: mostly" in err
+    assert json.loads(run("show", "scan.txt", "--store", store, "--json")[1])["summary"] == before
+    code, out, err = run("build", folder, "--store", store, "--dry-run")
+    assert "unreadable text" in out
+
+
+def test_a_document_holding_a_sliver_of_what_the_best_holds_is_not_chosen(offline_sample_store: Path) -> None:
+    # The newsletter and the water report share only "pay" with the question:
+    # before, they filled --top-k beside the bakery and the minutes, and a
+    # sentence about the honey fair's surplus came second in the answer.
+    code, out, err = run("ask", "How much did Brindle & Daughter pay for the oven?", "--store", offline_sample_store, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert {d["path"] for d in data["documents"]} == {"brindle_and_daughter_bakery.md", "railway_trust_minutes_2019-10.txt"}
+    assert sentences(data["answer"])[0].startswith("Lot 37") and "$1,850" in data["answer"]
+
+
+# --------------------------------------------------------------------------- grounding
+
+
+def test_the_first_quarter_of_2023_is_q1_2023() -> None:
+    assert "q1 2023" in question_names("In the first quarter of 2023, how much did Apple spend on research?")
+
+
+def _keys(name: str, summary: str, body: str):  # type: ignore[no-untyped-def]
+    from docsum.query.abstain import document_keys
+
+    return document_keys(name, name, summary, body)
+
+
+def test_a_passing_mention_in_a_long_document_is_not_what_it_is_about() -> None:
+    from docsum.query.abstain import missing_names
+
+    filler = "Revenue grew in every segment and the company opened new data centers. " * 1500  # 18,000 words
+    # Intel's filing names Apple four times as a customer: not a source on Apple.
+    intel = _keys("2022_Q3_INTC.txt", "Intel's quarterly report.", filler + " Apple bought chips. Apple paid. Apple. Apple.")
+    assert missing_names(["appl"], intel) == ["appl"]
+    # Microsoft's own filing names Surface six times: a side name of a document
+    # about Microsoft.
+    msft = _keys("2023_Q1_MSFT.txt", "Microsoft's quarterly report.", filler + " Surface revenue fell. Surface." * 3)
+    assert missing_names(["microsoft", "surfac"], msft) == []
+    # A 2023 filing compares itself with the third quarter of 2022: that is
+    # not what it is about.
+    q3_2023 = _keys("2023_Q3_NVDA.txt", "NVIDIA's revenue rose from the third quarter of 2022.", filler + " Up from the third quarter of 2022." * 3)
+    assert missing_names(["nvidia", "q3 2022"], q3_2023) == ["q3 2022"]
+    assert missing_names(["nvidia", "q3 2023"], q3_2023) == []
+    # ... however often it does: the file is named for its own period.
+    often = _keys("2023_Q3_INTC.txt", "Intel's quarterly report.", "Revenue fell from Q3 2022. Up on Q3 2022. " * 50)
+    assert missing_names(["intel", "q3 2022"], often) == ["q3 2022"]
+    # Being about the period does not make a document about the subject.
+    nvidia_q1 = _keys("2023_Q1_NVDA.txt", "NVIDIA's quarterly report.", filler + " Microsoft bought GPUs. Microsoft. Microsoft.")
+    assert missing_names(["q1 2023", "microsoft"], nvidia_q1) == ["microsoft"]
