@@ -180,6 +180,23 @@ _TITLE_MAX_LINES = 3
 _TITLE_MAX_CHARS = 200
 
 
+# A filing's cover names its registrant on the line above this note; that
+# name, not "UNITED STATES" (the cover's first line), is what the filing is.
+_REGISTRANT = re.compile(r"^[ \t]*([^\n]*\w[^\n]*?)[ \t]*\n[ \t\n]*\(Exact name of registrant", re.IGNORECASE | re.MULTILINE)
+_REGISTRANT_CHARS = 5000
+
+
+# ... or on the first line after the commission file number.
+_AFTER_FILE_NUMBER = re.compile(r"^[ \t]*Commission File Number[^\n]*\n[ \t\n]*([^\n]*\w[^\n]*?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+
+
+def registrant(text: str) -> str | None:
+    """The registrant named on an SEC filing's cover, if the text is one."""
+    head = text[:_REGISTRANT_CHARS]
+    found = _REGISTRANT.search(head) or _AFTER_FILE_NUMBER.search(head)
+    return " ".join(found.group(1).split()) if found else None
+
+
 def title_lines(text: str) -> tuple[str, int] | None:
     """A document's title from its first lines, whole: the first line with a
     letter or digit, and the lines that continue it (a title set over two

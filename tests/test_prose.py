@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from docsum.lexical import title_lines
+from docsum.ingest.load import first_line_title
+from docsum.lexical import registrant, title_lines
 from docsum.models.extractive import ExtractiveLLM
 from docsum.models.prompts import DOCUMENT_SUMMARY_PROMPT
 from docsum.models.prose import informative_bonus, opening
-from docsum.query.synthesize import TreeSummarize
+from docsum.query.synthesizers import TreeSummarize
 from helpers import run_cli_parts as run
 
 PAPER = """Trace-based Just-in-Time Type Specialization for Dynamic
@@ -99,3 +100,34 @@ def test_text_that_is_not_english_prose_still_gets_a_summary(text: str) -> None:
     # Before: Chinese "sentences" had too few space-separated words to count
     # as prose, and the build failed with "the model returned an empty summary".
     assert ExtractiveLLM().summarize("Summarize the document.", text).strip()
+
+
+COVER = """UNITED STATES
+   SECURITIES AND EXCHANGE COMMISSION
+   Washington, D.C. 20549
+
+
+   FORM 10-Q
+   For the quarterly period ended July 1, 2023
+   Commission File Number: 001-36743
+
+
+   Apple Inc.
+   (Exact name of Registrant as specified in its charter)
+
+Net sales rose in the quarter.
+"""
+
+
+@pytest.mark.parametrize("text, name", [
+    (COVER, "Apple Inc."),
+    ("UNITED STATES\n   FORM 10-Q\n   Commission File Number 001-37845\n\n\n   MICROSOFT CORPORATION\n   WASHINGTON   91-1144442\n", "MICROSOFT CORPORATION"),
+    (PAPER, None),
+])
+def test_a_filing_is_titled_by_its_registrant(text: str, name: str | None) -> None:
+    # Before: every filing was titled "UNITED STATES", its cover's first line,
+    # and its summary never said whose filing it was.
+    assert registrant(text) == name
+    if name:
+        assert first_line_title(text) == name
+        assert opening(text)[0] == f"A quarterly report filed on SEC Form 10-Q: {name}."

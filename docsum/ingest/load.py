@@ -20,7 +20,7 @@ from docsum.errors import LoadError, one_line, os_reason
 from docsum.ingest.discover import printable_name
 from docsum.ingest.formats import kind_for
 from docsum.ingest.markup import READERS as MARKUP_READERS
-from docsum.lexical import title_lines
+from docsum.lexical import registrant, title_lines
 
 _TITLE_MAX = 120
 # Share of control bytes (other than tab/newline/CR/FF/VT/ESC) above which a
@@ -313,10 +313,11 @@ def name_title(path: Path) -> str:
 
 def first_line_title(text: str) -> str | None:
     """The title the first lines give, whole when it runs over two or three
-    lines (docsum.lexical.title_lines). Lines of pure punctuation (rules,
-    "* * *", extraction debris) make poor titles and are passed over."""
-    found = title_lines(text)
-    return clip_title(found[0]) if found else None
+    lines (docsum.lexical.title_lines); for an SEC filing, its registrant
+    (docsum.lexical.registrant). Lines of pure punctuation (rules, "* * *",
+    extraction debris) make poor titles and are passed over."""
+    found = registrant(text) or (title_lines(text) or ("", 0))[0]
+    return clip_title(found) if found else None
 
 
 # Titles producers fill in by default; they say nothing about the document.

@@ -45,7 +45,7 @@ CACHE_MAX_BYTES = 512 << 20
 IN_PROCESS_MAX_BYTES = 1 << 20
 # Bump when extraction changes what text a file yields: older cache entries
 # are then ignored (and age out).
-EXTRACTION_VERSION = "2"  # 2: titles set over two or three lines are whole
+EXTRACTION_VERSION = "3"  # 2: titles set over two or three lines are whole; 3: a filing is titled by its registrant
 
 
 def default_jobs() -> int:

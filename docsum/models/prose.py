@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from docsum.lexical import title_lines
+from docsum.lexical import registrant, title_lines
 
 # Kinds of document, by a cue in the document's first lines (its cover, title
 # block or abstract), first match wins. The label is how the summary names
@@ -66,8 +66,9 @@ def opening(text: str) -> tuple[str | None, str]:
     if kind is None or found is None:
         return None, text
     title, used = found
-    # A Markdown heading's marks are not part of its title.
-    title = re.sub(r"^#{1,6}\s+", "", title).rstrip(" .:;,#")
+    # A Markdown heading's marks are not part of its title; a filing is its
+    # registrant's.
+    title = registrant(text) or re.sub(r"^#{1,6}\s+", "", title).rstrip(" .:;,#")
     body = "\n".join(text.split("\n")[used:])
     return f"{kind[0].upper()}{kind[1:]}: {title}.", body
 
