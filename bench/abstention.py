@@ -38,12 +38,14 @@ EVAL = Path(os.environ.get("EVAL", REPO.parent / "shared" / "eval"))
 REV = os.environ.get("REV", "683e04e")  # main before the port of h/answers
 OUT = Path(os.environ.get("RESULTS", HERE / "results")) / "abstention"
 CORPORA = ("sec-10-q", "musique")
+# docsum's own folders (the extracted-text cache): a throwaway one.
+HOME = tempfile.mkdtemp(prefix="docsum-abstention-home-")
 PDFS = ("pdfjs-tracemonkey.pdf", "pdfminer-naacl06-shinyama.pdf", "sf-GeoTopo-komprimiert.pdf")
 
 
 def docsum(code: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     """One docsum process running the code in `code` (a checkout)."""
-    env = dict(os.environ, PYTHONPATH=str(code), DOCSUM_HOME=str(OUT / "home"))
+    env = dict(os.environ, PYTHONPATH=str(code), DOCSUM_HOME=HOME)
     env.pop("OPENAI_API_KEY", None)
     return subprocess.run(
         [sys.executable, "-m", "cli.main", *map(str, args)], cwd=code, env=env,
