@@ -33,6 +33,7 @@ from docsum.query.rating import planned_rating_calls
 from docsum.query.retrieve import Candidate, Retrieval, SummaryCorpus, planned_choice_calls, retrieve
 from docsum.query.synthesizers import (
     AnswerOptions,
+    LLMSynthesizer,
     BaseSynthesizer,
     Mode,
     guard_refine_stream,
@@ -236,8 +237,9 @@ def make_synthesizer(llm: LLM | None, options: AskOptions, progress: Callable[[s
         llm, AnswerOptions(qa, refine, summary, options.structured_filter),
         streaming=options.stream and not options.polish, progress=progress,
     )
-    # Every mode that writes text sees its passages numbered, for citations.
-    synth.numbered_passages = True
+    # Every mode in which a model writes text sees its passages numbered, for
+    # citations; no_text and context_only hand the passages on as they are.
+    synth.numbered_passages = isinstance(synth, LLMSynthesizer)
     return synth
 
 
