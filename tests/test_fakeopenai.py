@@ -181,22 +181,21 @@ def test_concurrent_requests_overlap(fake_llm: FakeOpenAI) -> None:
             )
         return [r.choices[0].message.content for r in results]
 
-    t0 = time.monotonic()
     answers = asyncio.run(run())
-    elapsed = time.monotonic() - t0
     assert sorted(answers) == [f"ANSWER: q{i}" for i in range(4)]
+    # The server's own count of requests in flight at once proves the overlap
+    # (a wall-clock bound did too, but failed on a loaded machine).
     assert fake_llm.max_inflight > 1
-    assert elapsed < 0.75  # four serial 0.2 s requests would take at least 0.8 s
     fake_llm.reset()
     assert fake_llm.max_inflight == 0 and fake_llm.requests == []
 
 
 def test_delay_beyond_client_timeout_raises(fake_llm: FakeOpenAI) -> None:
     fake_llm.script(Reply(delay=3.0))
-    t0 = time.monotonic()
+    # The reply would have come after 3 s: the timeout error is the proof the
+    # client gave up first (no wall-clock bound: it fails on a loaded machine).
     with _client(fake_llm, timeout=0.3) as client, pytest.raises(openai.APITimeoutError):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}])
-    assert time.monotonic() - t0 < 2.0
 
 
 def test_responder_exception_becomes_500(fake_llm: FakeOpenAI) -> None:
