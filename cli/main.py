@@ -273,7 +273,7 @@ def summaries(*, common: Common) -> int:
         docs = store.iter_documents()
         if common.json:
             common.env.out_json_array(
-                {"doc_id": d.doc_id, "path": d.path, "title": d.title, "pages": d.page_count, "tokens": d.token_count, "summary": d.summary}
+                {"doc_id": d.doc_id, "path": d.path, "root": d.root, "title": d.title, "pages": d.page_count, "tokens": d.token_count, "summary": d.summary}
                 for d in docs
             )
             return ExitCode.OK

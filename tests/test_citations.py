@@ -135,3 +135,9 @@ def test_same_file_name_in_two_folders_is_told_apart(tmp_path: Path, monkeypatch
     data = json.loads(out)
     roots = {s["root"] for s in data["sources"]} | {c["root"] for c in data["citations"]}
     assert roots == {str(tmp_path / "north"), str(tmp_path / "south")}
+    # The listing of the store tells them apart too.
+    code, out, err = run("summaries", "--store", store, "--json")
+    assert code == 0, err
+    assert sorted((d["path"], d["root"]) for d in json.loads(out)) == [
+        ("notes.txt", str(tmp_path / "north")), ("notes.txt", str(tmp_path / "south"))
+    ]
