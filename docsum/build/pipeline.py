@@ -22,25 +22,32 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from docsum.query.budget import PromptBudget
 from docsum.build.embedbatch import SummaryEmbedder
 from docsum.build.report import BuildOptions, BuildReport, BuildReporter, FileOutcome, FileWarning, SilentReporter
 from docsum.errors import ConfigError, ContextLengthError, LLMError, LoadError
-from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
-from docsum.models.llm import LLM, track_calls
 from docsum.ingest.discover import FoundFile, SkippedFile, discover, exclusion_spec, printable_name
 from docsum.ingest.formats import SUPPORTED_SUFFIXES
 from docsum.ingest.parsing import Parsed, ParsePool, ParseRequest, TextCache, unexpected_reason
-from docsum.paths import cache_dir
+from docsum.ingest.split import Chunk
 from docsum.ingest.textquality import garbage_reason
-from docsum.models.prompts import DOCUMENT_SUMMARY_PROMPT, KIND_DOCUMENT_SUMMARY, SUMMARY_LANGUAGE_SUFFIX, PromptTemplate
+from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
+from docsum.models.llm import LLM, track_calls
+from docsum.models.prompts import (
+    DOCUMENT_SUMMARY_PROMPT,
+    KIND_DOCUMENT_SUMMARY,
+    SUMMARY_LANGUAGE_SUFFIX,
+    PromptTemplate,
+)
+from docsum.models.tokens import Tokenizer
+from docsum.paths import cache_dir
+from docsum.query.budget import PromptBudget
 from docsum.query.retrieve import summary_index_text
+from docsum.query.synthesizers import TreeSummarize
 from docsum.schema import CallRecord
+from docsum.store.base import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
 from docsum.store.lock import BuildLock
 from docsum.store.records import CallRow, DocumentRecord, NodeRecord, StoredVersion, make_doc_id
 from docsum.store.sqlite import Store
-from docsum.store.base import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
-from docsum.query.synthesizers import TreeSummarize
 from docsum.store.vectors import refresh_vectors
 
 log = logging.getLogger("docsum")
@@ -551,7 +558,6 @@ class Builder:
             # A malformed answer the client did not catch: this document failed.
             log.debug("summarizing %s failed", rel, exc_info=True)
             return self._failed(root, rel, f"summary failed: {unexpected_reason(exc)}")
-        tok = self.llm.metadata.tokenizer
         record = DocumentRecord(
             doc_id=work.doc_id,
             path=rel,
@@ -563,7 +569,7 @@ class Builder:
             sha256=parsed.sha256,
             title=loaded.title,
             kind=loaded.kind,
-            token_count=sum(c.token_count for c in chunks) if chunks else tok.count(loaded.text),
+            token_count=_token_count(parsed, self.llm.metadata.tokenizer),
             page_count=len(loaded.page_starts) or None,
             split_fingerprint=self.split_fp,
             summary_fingerprint=self.summary_fp,
@@ -572,10 +578,7 @@ class Builder:
             embedding=embedding,
             embedding_model=embed_model,
         )
-        nodes = [
-            NodeRecord(work.doc_id, i, c.text, c.start_char, c.end_char, tuple(c.pages), c.token_count)
-            for i, c in enumerate(chunks)
-        ]
+        nodes = _node_records(work.doc_id, chunks)
         try:
             self.store.put_document(record, nodes, self._call_rows(calls))
         except UnicodeEncodeError as exc:
@@ -594,21 +597,17 @@ class Builder:
         embedding kept (the summary reads the whole text, not the nodes)."""
         rel = work.found.relpath
         loaded, chunks = parsed.loaded, parsed.chunks
-        tok = self.llm.metadata.tokenizer
         record = dataclasses.replace(
             current,
             size=parsed.size,
             mtime_ns=parsed.mtime_ns,
             sha256=parsed.sha256,
-            token_count=sum(c.token_count for c in chunks) if chunks else tok.count(loaded.text),
+            token_count=_token_count(parsed, self.llm.metadata.tokenizer),
             page_count=len(loaded.page_starts) or None,
             split_fingerprint=self.split_fp,
             updated_at="",
         )
-        nodes = [
-            NodeRecord(work.doc_id, i, c.text, c.start_char, c.end_char, tuple(c.pages), c.token_count)
-            for i, c in enumerate(chunks)
-        ]
+        nodes = _node_records(work.doc_id, chunks)
         self.store.put_document(record, nodes)
         return FileOutcome(rel, "updated", nodes=len(nodes), warnings=loaded.warnings, extractor=loaded.extractor)
 
@@ -866,3 +865,17 @@ async def _run_and_refresh(builder: Builder) -> BuildReport:
     if builder.store.server_search() is None:
         refresh_vectors(builder.store, builder.store.vectors_file)
     return report
+
+
+def _node_records(doc_id: str, chunks: list[Chunk]) -> list[NodeRecord]:
+    """The stored nodes of a document's chunks, in order (new and re-split documents alike)."""
+    return [
+        NodeRecord(doc_id, i, c.text, c.start_char, c.end_char, tuple(c.pages), c.token_count)
+        for i, c in enumerate(chunks)
+    ]
+
+
+def _token_count(parsed: Parsed, tokenizer: Tokenizer) -> int:
+    """A document's size in tokens: its chunks' sum, or its text's when it has none."""
+    chunks = parsed.chunks
+    return sum(c.token_count for c in chunks) if chunks else tokenizer.count(parsed.loaded.text)
