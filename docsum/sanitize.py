@@ -165,9 +165,48 @@ class StreamRedactor:
 # ---------------------------------------------------------------- credentials
 
 
+# Query parameters that carry a credential in the URLs of proxies and hosted
+# endpoints (`?api-key=`, `?key=`, `?access_token=`, `?sig=`): their values
+# are secrets like the password of the user part. Matched on the name only, so
+# an `api-version` or `model` parameter is still shown as typed.
+_SECRET_PARAM = re.compile(r"key|token|secret|pass|pwd|sig|auth|credential|session", re.IGNORECASE)
+
+
 def mask_url(url: str) -> str:
-    """`url` with the password of its user part (if any) shown as ***."""
-    return re.sub(r"(//[^/@:]*):[^/@]*@", r"\1:***@", url)
+    """`url` with the password of its user part (if any) and the values of
+    its credential-like query parameters shown as ***."""
+    masked = re.sub(r"(//[^/@:]*):[^/@]*@", r"\1:***@", url)
+    head, mark, query = masked.partition("?")
+    if not mark:
+        return masked
+    fragment = ""
+    if "#" in query:
+        query, _, fragment = query.partition("#")
+        fragment = "#" + fragment
+    pairs = [_mask_param(pair) for pair in query.split("&")]
+    return f"{head}?{'&'.join(pairs)}{fragment}"
+
+
+def _mask_param(pair: str) -> str:
+    name, eq, value = pair.partition("=")
+    return f"{name}={REDACTED}" if eq and value and _SECRET_PARAM.search(urllib.parse.unquote_plus(name)) else pair
+
+
+def url_query_secrets(url: str | None) -> list[str]:
+    """The values of the URL's credential-like query parameters, as typed and
+    percent-decoded (a server's error may echo either)."""
+    if not url or "?" not in url:
+        return []
+    try:
+        query = urllib.parse.urlsplit(url).query
+    except ValueError:
+        query = url.partition("?")[2].partition("#")[0]
+    found: list[str] = []
+    for pair in query.split("&"):
+        name, eq, value = pair.partition("=")
+        if eq and value and _SECRET_PARAM.search(urllib.parse.unquote_plus(name)):
+            found += [value, urllib.parse.unquote_plus(value)]
+    return list(dict.fromkeys(found))
 
 
 def url_credentials(url: str | None) -> tuple[str, str] | None:
@@ -191,11 +230,13 @@ def url_without_credentials(url: str) -> str:
 
 def credential_secrets(api_key: str | None, base_url: str | None) -> list[str]:
     """Every value that must never be printed: the API key, the password in
-    the base URL, and that password as a server would echo it back (the
-    base64 of user:password in a Basic Authorization header)."""
+    the base URL and that password as a server would echo it back (the
+    base64 of user:password in a Basic Authorization header), and the values
+    of the base URL's credential-like query parameters."""
     secrets = [str(api_key)] if api_key else []
     credentials = url_credentials(base_url)
     if credentials and credentials[1]:
         user, password = credentials
         secrets += [password, base64.b64encode(f"{user}:{password}".encode()).decode("ascii")]
+    secrets += [s for s in url_query_secrets(base_url) if s not in secrets]
     return secrets

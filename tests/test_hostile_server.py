@@ -199,6 +199,11 @@ def test_a_password_in_the_base_url(tmp_path: Path, fake_llm: FakeOpenAI, monkey
     dead = "http://alice:s3cr3t-pw@127.0.0.1:9/v1"
     failed = run_cli("ask", "bees?", "--store", built_store, "--base-url", dead, "--model", "m")
     assert failed.code == 1 and "s3cr3t-pw" not in failed.stderr + failed.stdout, failed
+    # A key in the query string (as some proxies take it) is a secret too, in text and in JSON.
+    for extra in ([], ["--json"]):
+        keyed = run_cli("ask", "bees?", "--store", built_store, "--base-url", "http://127.0.0.1:9/v1?api_key=q-s3cr3t-key", *extra)
+        assert keyed.code == 1 and "q-s3cr3t-key" not in keyed.stderr + keyed.stdout, keyed
+        assert "api_key=***" in keyed.stderr, keyed
     # With a key as well, one of the two would silently replace the other: refused.
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
     both = run_cli("ask", "bees?", "--store", built_store, "--base-url", url, "--model", "fake-chat")

@@ -52,3 +52,12 @@ def test_url_credentials() -> None:
     assert mask_url(url) == "http://alice:***@127.0.0.1:8080/v1"
     assert credential_secrets("sk-x", url) == ["sk-x", "s3cr3t", "YWxpY2U6czNjcjN0"]
     assert credential_secrets(None, "http://127.0.0.1/v1") == []
+
+
+def test_credential_query_parameters_are_secrets() -> None:
+    """A proxy's key in the base URL's query (`?api-key=`) was printed in
+    every error naming the server; `api-version` is not a credential."""
+    url = "https://proxy.example/v1?api-version=2024-06-01&api-key=k%2Fsecret123&sig=abcdefgh#frag"
+    assert mask_url(url) == "https://proxy.example/v1?api-version=2024-06-01&api-key=***&sig=***#frag"
+    assert credential_secrets(None, url) == ["k%2Fsecret123", "k/secret123", "abcdefgh"]
+    assert mask_url("http://h/v1?model=m") == "http://h/v1?model=m"

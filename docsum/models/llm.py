@@ -30,7 +30,7 @@ from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import PromptTemplate
 from docsum.models.tokens import Tokenizer, tokenizer_for_model
-from docsum.sanitize import Redactor, credential_secrets, url_credentials, url_without_credentials
+from docsum.sanitize import Redactor, credential_secrets, mask_url, url_credentials, url_without_credentials
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, FALLBACK_CONTEXT_WINDOW, Limits, default
 
@@ -328,7 +328,7 @@ class OpenAILLM(LLM):
             return "api.openai.com"
         # Credentials were taken out of the URL in __init__; this is the
         # second guard, for a URL changed afterwards.
-        return re.sub(r"//[^/@]*@", "//***@", self.base_url)
+        return mask_url(re.sub(r"//[^/@]*@", "//***@", self.base_url))
 
     def _translate(self, exc: Exception) -> LLMError:
         return self._scrub(self._translate_raw(exc))
