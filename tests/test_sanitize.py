@@ -61,3 +61,13 @@ def test_credential_query_parameters_are_secrets() -> None:
     assert mask_url(url) == "https://proxy.example/v1?api-version=2024-06-01&api-key=***&sig=***#frag"
     assert credential_secrets(None, url) == ["k%2Fsecret123", "k/secret123", "abcdefgh"]
     assert mask_url("http://h/v1?model=m") == "http://h/v1?model=m"
+
+
+def test_a_connection_strings_ssl_key_passphrase_is_a_secret() -> None:
+    """`sslpassword=` (libpq's passphrase of the client key) was shown by
+    `config show` and every store error."""
+    from docsum.store.base import display_location, location_secrets
+
+    url = "postgresql://u:pw1@h/db?sslpassword=pass-phrase-2&sslmode=require"
+    assert display_location(url) == "postgresql://u:***@h/db?sslpassword=***&sslmode=require"
+    assert {"pw1", "pass-phrase-2"} <= set(location_secrets(url))

@@ -30,7 +30,8 @@ StoreLocation = Path | str
 _PG_SCHEMES = ("postgresql://", "postgres://")
 # user:password@ in the authority part, and password=... as a keyword or query parameter.
 _URL_PASSWORD = re.compile(r"^(?P<head>[a-z]+://[^/@:?#]*):(?P<secret>[^@/?#]*)@", re.IGNORECASE)
-_PARAM_PASSWORD = re.compile(r"(?P<head>(?:^|[?&\s])password\s*=\s*)(?P<secret>'[^']*'|[^&\s]*)", re.IGNORECASE)
+# libpq takes two: `password`, and `sslpassword` (the client key's passphrase).
+_PARAM_PASSWORD = re.compile(r"(?P<head>(?:^|[?&\s])(?:ssl)?password\s*=\s*)(?P<secret>'[^']*'|[^&\s]*)", re.IGNORECASE)
 
 
 def is_postgres(location: StoreLocation) -> bool:
