@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from docsum.errors import ExitCode
+from docsum.errors import ConfigError, ExitCode
 from docsum.settings import EVAL
 
 from .common import Common, run_async, with_common
@@ -27,19 +27,26 @@ def eval_command(
     (recall@k, precision@k, MRR@k, all-found@k; overall and per kind), optionally
     beside a chunk-retrieval baseline over the same nodes, and with --answers
     how often the full answer is right."""
-    from docsum.query.ask import AskOptions
+    from docsum.config import answer_mode
     from docsum.query.evaluate import evaluate, load_questions
+    from docsum.query.options import AskOptions
     from docsum.query.retrieve import default_retriever
 
-    llm = common.llm()
     settings = common.settings
+    asks = settings.answers or settings.unanswerable
+    if settings.given("mode") and not asks:
+        raise ConfigError("--mode says how answers are written; eval writes none without --answers (or --unanswerable)")
     items = load_questions(questions)
     if settings.max_questions:
         items = items[: settings.max_questions]
+    llm = common.llm()
     names = settings.eval_retrievers or [settings.retriever or default_retriever(llm)]
-    # Made (and the mode resolved) before anything is read or sent.
-    answers = AskOptions(mode=settings.mode, retriever=names[0], top_k=settings.top_k) if settings.answers else None
-    unanswerable = AskOptions(mode=settings.mode, retriever=names[0], top_k=settings.top_k) if settings.unanswerable else None
+    # Made (and the mode resolved) before anything is read or sent; the
+    # answers retrieve as the metrics do.
+    ask_with = AskOptions(
+        mode=answer_mode(settings), retriever=names[0], top_k=settings.top_k,
+        choice_batch_size=settings.choice_batch_size, candidates=settings.candidates, limits=settings.limits,
+    ) if asks else None
     store_path = common.store_path()
     env = common.env
     common.start()
@@ -52,9 +59,9 @@ def eval_command(
         lambda: evaluate(
             store_path, llm, items,
             retriever=names[0], also=names[1:], top_k=settings.top_k, baseline=settings.baseline,
-            answers=answers, batch_size=settings.choice_batch_size,
+            answers=ask_with if settings.answers else None, batch_size=settings.choice_batch_size,
             candidates=settings.candidates, limits=settings.limits, progress=progress,
-            unanswerable=unanswerable,
+            unanswerable=ask_with if settings.unanswerable else None,
         )
     )
     details = settings.details

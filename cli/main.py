@@ -38,7 +38,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 if TYPE_CHECKING:
     from docsum.build.report import BuildOptions
     from docsum.models.llm import LLM
-    from docsum.query.ask import AskOptions, AskResult, Question
+    from docsum.query.options import AskOptions
+    from docsum.query.question import Question
+    from docsum.query.results import AskResult
 
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.
@@ -146,7 +148,7 @@ def ask(
     chosen, everything filtered, nothing satisfied the question). With
     --questions FILE: one JSON line per question as each is answered, and the
     worst of the answers' exit codes (1 over 2 over 5 over 0)."""
-    from docsum.config import ask_options
+    from docsum.config import ask_options, question_room
     from docsum.query.ask import ask as ask_question
     from docsum.query.synthesizers import EMPTY_ANSWER_REASON
 
@@ -156,6 +158,10 @@ def ask(
     questions, explain = settings.questions, settings.explain
     if (question is None) == (questions is None):
         raise ConfigError("give either a QUESTION or --questions FILE")
+    if question is not None:
+        # Empty or too long: refused first, like every usage error, before
+        # the engine is made or announced.
+        question = question_room(settings).check(question)
     llm = common.llm()
     env = common.env
     stream = settings.stream
@@ -200,7 +206,7 @@ def ask(
 
 def _read_question_file(source: str) -> list[Question]:
     """The questions of `--questions SOURCE` (a file, or - for stdin)."""
-    from docsum.query.ask import read_questions
+    from docsum.query.question import read_questions
 
     where = "stdin" if source == "-" else source
     try:
@@ -216,7 +222,8 @@ def _read_question_file(source: str) -> list[Question]:
 
 def _ask_many(common: Common, llm: LLM, items: list[Question], options: AskOptions, explain: bool) -> int:
     """`docsum ask --questions SOURCE`: JSON lines out as answers finish."""
-    from docsum.query.ask import ask_many, exit_code_of, worst_exit_code
+    from docsum.query.ask import ask_many
+    from docsum.query.results import exit_code_of, worst_exit_code
 
     env = common.env
     codes: list[int] = []
@@ -242,12 +249,18 @@ def _ask_many(common: Common, llm: LLM, items: list[Question], options: AskOptio
 
     run_async(go)
     return worst_exit_code(codes)
+
+
 def _note_ignored(common: Common, extractive: bool, options: AskOptions) -> None:
     """Say once what will have no effect, instead of ignoring it in silence."""
-    if extractive:
-        ignored = [flag for flag, given in (("--polish", options.polish), ("--emotion", bool(options.emotion))) if given]
-        if ignored:
-            common.env.info(f"docsum: note: the offline engine ignores {' and '.join(ignored)} (they steer a language model)")
+    from docsum.query.options import ignored_options
+
+    by_engine, by_mode = ignored_options(options, extractive)
+    if by_engine:
+        steer = "they steer" if len(by_engine) > 1 else "it steers"
+        common.env.info(f"docsum: note: the offline engine ignores {_joined(by_engine)} ({steer} a language model)")
+    if by_mode:
+        common.env.info(f"docsum: note: the {options.label} mode writes no answer, so {_joined(by_mode)} has no effect")
     used: set[str] = set()
     for template in (options.text_qa_template, options.refine_template):
         if template is not None:
@@ -255,6 +268,11 @@ def _note_ignored(common: Common, extractive: bool, options: AskOptions) -> None
     unused = sorted(set(options.variables) - used)
     if unused:
         common.env.info(f"docsum: warning: --var {', '.join(unused)}: no --template or --refine-template uses it")
+
+
+def _joined(flags: list[str]) -> str:
+    """`--a`, `--a and --b`, `--a, --b and --c`."""
+    return flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} and {flags[-1]}"
 
 
 def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:

@@ -11,11 +11,11 @@ from docsum.sanitize import clean_name, clean_text
 
 from .env import Environment
 
-if TYPE_CHECKING:  # rich only on a terminal; docsum.query.ask and docsum.build.pipeline come with their commands
+if TYPE_CHECKING:  # rich only on a terminal; docsum.query and docsum.build.pipeline come with their commands
     from rich.progress import Progress
 
     from docsum.build.report import BuildReport, FileOutcome
-    from docsum.query.ask import AskResult
+    from docsum.query.results import AskResult
 
 
 class BuildProgress:
@@ -182,17 +182,17 @@ def source_lines(result: AskResult) -> list[str]:
     if result.citations:
         lines = []
         for c in result.citations:
-            where = page_ranges(c["pages"])
-            quote = " ".join(clean_text(str(c["quote"])).split())
+            where = page_ranges(c.pages)
+            quote = " ".join(clean_text(c.quote).split())
             if len(quote) > MAX_QUOTE_CHARS:
                 quote = quote[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
-            name = clean_name(result.names.get(c["doc"], c["path"]))
-            lines.append(f"[{c['marker']}] {name}{' ' + where if where else ''}: \"{quote}\"")
+            name = clean_name(result.names.get(c.doc, c.path))
+            lines.append(f"[{c.marker}] {name}{' ' + where if where else ''}: \"{quote}\"")
         return lines
     pages: dict[str, list[int]] = {}
     for src in result.sources:
-        pages.setdefault(src["doc_id"], []).extend(src["pages"])
-    paths = {src["doc_id"]: src["path"] for src in result.sources}
+        pages.setdefault(src.doc_id, []).extend(src.pages)
+    paths = {src.doc_id: src.path for src in result.sources}
     lines = []
     for doc_id, used in pages.items():
         where = page_ranges(used)

@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from docsum.errors import ConfigError
 from docsum.paths import config_dir, index_store_path
 from docsum.sanitize import credential_secrets, mask_url
-from docsum.settings import SETTING_BY_NAME, SETTINGS, Limits, Setting, default
+from docsum.settings import FALLBACK_CONTEXT_WINDOW, SETTING_BY_NAME, SETTINGS, Limits, Setting, default
 
 if TYPE_CHECKING:  # the engines, the pipeline and the question code load when a command uses them
     from docsum.store.base import StoreLocation
     from docsum.build.report import BuildOptions
     from docsum.models.llm import LLM
-    from docsum.query.ask import AskOptions
+    from docsum.query.options import AskOptions
+    from docsum.query.question import QuestionRoom
+    from docsum.query.synthesizers import Mode
 
 T = TypeVar("T")
 
@@ -289,11 +291,41 @@ def build_options(settings: Settings, paths: list[Path]) -> BuildOptions:
     return options
 
 
+# The tokenizer the offline engine counts with (docsum.models.extractive;
+# tests/test_question.py holds the two to agreement).
+OFFLINE_TOKENIZER_MODEL = "gpt-4"
+
+
+def question_room(settings: Settings) -> QuestionRoom:
+    """How long a question may be with these settings, known without making
+    the engine: the configured context window, else the model's known one
+    (the offline engine: the documented default), less the answer's reserve,
+    counted with the engine's tokenizer. The command line checks a question
+    with it before anything else happens."""
+    from docsum.models.llm import context_window_for
+    from docsum.models.tokens import tokenizer_for_model
+    from docsum.query.question import QuestionRoom
+
+    if engine_choice(settings) == "extractive":
+        window, tokenizer_model = settings.context_window or FALLBACK_CONTEXT_WINDOW, OFFLINE_TOKENIZER_MODEL
+    else:
+        window, tokenizer_model = settings.context_window or context_window_for(settings.model), settings.model
+    return QuestionRoom(window, settings.max_output_tokens, tokenizer_for_model(tokenizer_model))
+
+
+def answer_mode(settings: Settings) -> Mode:
+    """The synthesizer --mode names, resolved here, once, for ask and eval:
+    a wrong name is exit 2 before anything is read or sent."""
+    from docsum.query.synthesizers import resolve_mode
+
+    return resolve_mode(settings.mode)
+
+
 def ask_options(settings: Settings, llm: LLM, *, stream: bool) -> AskOptions:
-    """The options of `docsum ask` (and `eval --answers`) with these settings;
+    """The options of `docsum ask` with these settings;
     `stream` is the caller's decision (a terminal, not --json)."""
     from docsum.models.prompts import KIND_REFINE, KIND_TEXT_QA, load_template_file
-    from docsum.query.ask import AskOptions
+    from docsum.query.options import AskOptions
     from docsum.query.retrieve import default_retriever
 
     def template(file: Path | None, kind: str) -> Any:
@@ -302,6 +334,7 @@ def ask_options(settings: Settings, llm: LLM, *, stream: bool) -> AskOptions:
     return _record(
         AskOptions,
         settings,
+        mode=answer_mode(settings),
         retriever=settings.retriever or default_retriever(llm),
         text_qa_template=template(settings.template, KIND_TEXT_QA),
         refine_template=template(settings.refine_template, KIND_REFINE),

@@ -19,7 +19,9 @@ from docsum.build.pipeline import build
 from docsum.build.report import BuildOptions, BuildReport
 from docsum.errors import ConfigError
 from docsum.models.llm import LLM
-from docsum.query.ask import AskOptions, AskResult, ask
+from docsum.query.ask import ask
+from docsum.query.options import AskOptions
+from docsum.query.results import AskResult
 from docsum.store.base import StoreLocation, display_location, is_postgres, open_store
 
 

@@ -394,7 +394,7 @@ def test_plan_is_said_before_any_synthesis_call(sample_store: Path) -> None:
     assert "answer" not in before and "refine" not in before  # no synthesis call yet
     assert {"choice", "rerank", "compress"} <= set(before)
     planned = int(re.search(r"→ (\d+) LLM call", plan).group(1))  # type: ignore[union-attr]
-    assert len(total) - len(before) == planned == result.plan["llm_calls"]
+    assert len(total) - len(before) == planned == result.plan.llm_calls
     assert result.usage.llm_calls == len(total)
 
 
@@ -424,5 +424,5 @@ def test_library_ask_rejects_empty_question(sample_store: Path) -> None:
 def test_offline_ask_answers_from_the_right_document(sample_store: Path) -> None:
     result = asyncio.run(ask(sample_store, ExtractiveLLM(), QUESTION, AskOptions(top_k=1)))
     assert result.status.value == "ok"
-    assert [d["path"] for d in result.documents] == ["library_renovation_fact_sheet.pdf"]
+    assert [d.path for d in result.documents] == ["library_renovation_fact_sheet.pdf"]
     assert "3 June 2023" in result.answer

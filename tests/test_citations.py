@@ -45,11 +45,11 @@ def test_unsupported_sentence_is_flagged() -> None:
     answer = "The ferry crosses every thirty minutes [1]. Tickets cost two dollars [2]. The captain owns three red bicycles [2]."
     cleaned, report = cite(answer, nodes)
     assert cleaned == answer
-    assert [c["marker"] for c in report.citations] == [1, 2]
-    assert report.citations[1] == {
+    assert [c.marker for c in report.citations] == [1, 2]
+    assert report.citations[1].as_dict() == {
         "marker": 2, "doc": "d2", "path": "tickets.txt", "root": "", "pages": [7, 8], "quote": "Tickets cost two dollars for adults.",
     }
-    assert [u["sentence"] for u in report.unsupported] == ["The captain owns three red bicycles."]
+    assert [u.sentence for u in report.unsupported] == ["The captain owns three red bicycles."]
 
 
 def test_offline_answer_cites_every_sentence_it_quotes(offline_sample_store: Path) -> None:

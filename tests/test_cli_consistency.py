@@ -124,3 +124,56 @@ def test_a_usage_error_from_the_option_parser_is_a_json_document_too(tmp_path: P
     assert "--top-k: bad value for top_k" in _error_document(ranged, 2, "ConfigError")
     version = run_cli_subprocess("--version")
     assert version.code == 0 and version.stdout.startswith("docsum ")
+
+
+@pytest.mark.parametrize("question", ["   ", "many words " * 100])
+@pytest.mark.parametrize("server", [False, True])
+def test_an_empty_or_too_long_question_is_refused_before_the_engine(store: Path, question: str, server: bool) -> None:
+    """Like every usage error: alone on stderr, exit 2, the JSON error
+    document, and before the engine is made or announced (against a server,
+    its window comes from the settings: nothing is asked of it)."""
+    engine = ["--base-url", "http://127.0.0.1:9/v1"] if server else []
+    result = run_cli("ask", question, "--store", store, "--context-window", "300", "--json", *engine)
+    message = _error_document(result, 2, "ConfigError")
+    assert message == "the question is empty" or message.startswith("the question is 200 tokens long") or "300-token" in message, message
+    assert result.stderr.splitlines() == [f"docsum: error: {message}"], result.stderr
+
+
+@pytest.mark.parametrize("flags", [{}, {"context_window": "5000", "max_output_tokens": "300"},
+                                   {"base_url": "http://127.0.0.1:9/v1", "model": "gpt-4o"},
+                                   {"base_url": "http://127.0.0.1:9/v1", "model": "llama3"}])
+def test_the_question_check_before_the_engine_agrees_with_the_engine(flags: dict[str, str]) -> None:
+    from docsum.config import load_settings, make_llm, question_room
+    from docsum.query.question import QuestionRoom
+
+    settings = load_settings(flags, environ={})
+    early, engine = question_room(settings), QuestionRoom.of(make_llm(settings)[0].metadata)
+    assert (early.context_window, early.num_output, early.limit) == (engine.context_window, engine.num_output, engine.limit)
+    assert (early.tokenizer.encoding.name, early.tokenizer.margin) == (engine.tokenizer.encoding.name, engine.tokenizer.margin)
+
+
+def test_eval_refuses_a_mode_it_would_not_use(store: Path, tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"question": "bees?", "gold_docs": ["doc0.txt"]}\n', encoding="utf-8")
+    refused = run_cli("eval", questions, "--mode", "refine", "--store", store, "--json")
+    assert "--mode says how answers are written" in _error_document(refused, 2, "ConfigError")
+    assert refused.stderr.splitlines() == [refused.stderr.strip()], refused.stderr
+    answered = run_cli("eval", questions, "--mode", "refine", "--answers", "--store", store, "--json")
+    assert answered.code == 0, answered
+    assert answered.json()["answers"]["mode"] == "refine"
+
+
+def test_the_note_names_exactly_what_is_ignored(store: Path, tmp_path: Path) -> None:
+    """The offline engine ignores the wording a built-in mode's prompts get
+    (a template, an emotion stimulus, the polish pass); a mode that writes no
+    answer has nothing to polish, whatever the engine. (A custom synthesizer
+    given the template: tests/test_custom_synth.py.)"""
+    template = tmp_path / "qa.txt"
+    template.write_text("Be brief.\n{context_str}\n{query_str}\n", encoding="utf-8")
+    worded = run_cli("ask", "bees?", "--store", store, "--template", template)
+    assert worded.code == 0, worded
+    assert "docsum: note: the offline engine ignores --template (it steers a language model)" in worded.stderr
+    no_text = run_cli("ask", "bees?", "--store", store, "--mode", "no_text", "--polish")
+    assert no_text.code == 0, no_text
+    assert "the no_text mode writes no answer, so --polish has no effect" in no_text.stderr
+    assert "offline engine ignores" not in no_text.stderr

@@ -108,6 +108,7 @@ def test_answer_options_reach_a_custom_synthesizer_or_are_refused(plugin_env: di
     moved = run(["ask", "Who designed it?", "--mode", spec, "--emotion", "EP02", "--explain"], plugin_env)
     assert moved.returncode == 0, moved.stderr
     assert "TEMPLATE: " in moved.stdout and "This is very important to my career." in moved.stdout
+    assert "ignores --emotion" not in moved.stderr  # it reached the synthesizer: not ignored
     # The class's plan is what --explain reports.
     assert f"0 LLM call(s) in {spec} mode" in moved.stderr
     refused = run(["ask", "Who designed it?", "--mode", spec, "--filter"], plugin_env)

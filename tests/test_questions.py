@@ -12,7 +12,7 @@ import pytest
 from fakeopenai import FakeOpenAI, Reply
 from helpers import SAMPLE_DOCS, llm_args, make_docs, run_cli, store_count
 
-from docsum.query import ask as ask_mod
+from docsum.query import callplan
 
 LIBRARY = "When did the library reopen after the renovation?"
 OVEN = "How much did Brindle & Daughter pay for the oven?"
@@ -142,7 +142,7 @@ def test_the_rerank_plan_counts_the_batches_rerank_sends(sample_store: Path) -> 
 def test_llm_retrieval_over_a_large_store_warns_and_max_calls_refuses_it_before_any_call(
     sample_store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ask_mod, "EXPENSIVE_RETRIEVAL_CALLS", 3)  # the 8 sample documents count as "large"
+    monkeypatch.setattr(callplan, "EXPENSIVE_RETRIEVAL_CALLS", 3)  # the 8 sample documents count as "large"
     with FakeOpenAI() as fake:
         args = ["--store", sample_store, *llm_args(fake), "--embed-model", "docsum-lexical-v1", "--retriever", "llm",
                 "--choice-batch-size", "1"]

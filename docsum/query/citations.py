@@ -112,10 +112,38 @@ def validate_markers(answer: str, count: int) -> tuple[str, list[int]]:
     return cleaned, removed
 
 
+@dataclass(frozen=True)
+class Citation:
+    """One [n] marker of an answer: the passage's document, its pages and the
+    sentence of it that best supports what the answer says there."""
+
+    marker: int
+    doc: str
+    path: str
+    root: str
+    pages: tuple[int, ...]
+    quote: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"marker": self.marker, "doc": self.doc, "path": self.path, "root": self.root, "pages": list(self.pages), "quote": self.quote}
+
+
+@dataclass(frozen=True)
+class UnsupportedSentence:
+    """A cited sentence whose passages hold too few of its words."""
+
+    sentence: str
+    markers: tuple[int, ...]
+    support: float  # the share of its content words found there
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"sentence": self.sentence, "markers": list(self.markers), "support": self.support}
+
+
 @dataclass
 class CitationReport:
-    citations: list[dict[str, Any]] = field(default_factory=list)
-    unsupported: list[dict[str, Any]] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
+    unsupported: list[UnsupportedSentence] = field(default_factory=list)
     removed_markers: list[int] = field(default_factory=list)
 
 
@@ -135,7 +163,7 @@ def cite(answer: str, nodes: list[NodeWithScore], roots: dict[str, str] | None =
     passages do not support. Returns the cleaned answer and the report."""
     cleaned, removed = validate_markers(answer, len(nodes))
     report = CitationReport(removed_markers=removed)
-    seen: dict[int, dict[str, Any]] = {}
+    seen: dict[int, Citation] = {}
     for sentence in sentences(cleaned):
         cited = markers_in(sentence)
         if not cited:
@@ -147,20 +175,13 @@ def cite(answer: str, nodes: list[NodeWithScore], roots: dict[str, str] | None =
             quote, share = _best_quote(claim, node.text)
             support = max(support, share)
             if marker not in seen:
-                seen[marker] = {
-                    "marker": marker,
-                    "doc": node.doc_id,
-                    "path": node.path,
-                    "root": (roots or {}).get(node.doc_id, ""),
-                    "pages": list(node.pages),
-                    "quote": quote,
-                }
+                seen[marker] = Citation(marker, node.doc_id, node.path, (roots or {}).get(node.doc_id, ""), tuple(node.pages), quote)
         # Judged on all its passages together: a sentence joining two facts
         # may need both.
         together = set().union(*(set(terms(nodes[m - 1].node.text)) for m in cited))
         joint = len(claim & together) / len(claim) if claim else 1.0
         if claim and max(support, joint) < SUPPORT_FLOOR:
-            report.unsupported.append({"sentence": strip_markers(sentence), "markers": cited, "support": round(max(support, joint), 2)})
+            report.unsupported.append(UnsupportedSentence(strip_markers(sentence), tuple(cited), round(max(support, joint), 2)))
     report.citations = [seen[m] for m in sorted(seen)]
     return cleaned, report
 

@@ -23,9 +23,10 @@ from docsum.models.extractive import judge_by_overlap
 from docsum.models.llm import LLM, track_calls
 from docsum.models.localembed import LOCAL_EMBED_MODEL
 from docsum.models.prompts import JUDGE_PROMPT
-from docsum.query.ask import AskOptions, ask
+from docsum.query.ask import ask
 from docsum.query.corpus import StoreCorpus
 from docsum.query.evidence import DocumentEvidence
+from docsum.query.options import AskOptions
 from docsum.query.retrieve import retrieve
 from docsum.schema import CallRecord, Usage
 from docsum.settings import DEFAULT_LIMITS, RETRIEVERS, Limits, check, default
@@ -363,7 +364,7 @@ async def _abstention_rates(
         return round(hits / len(items), 4)
 
     return {
-        "mode": options.mode,
+        "mode": options.label,
         "by_kind": {
             kind: {"n": len(items), "answer_rate": rate(items, "normal", True), "abstention_rate": rate(items, "hidden_gold", False)}
             for kind, items in kinds.items()

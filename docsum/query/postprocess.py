@@ -15,8 +15,10 @@ from docsum.query.rating import rate_in_batches
 from docsum.schema import Node, NodeWithScore
 
 
-@dataclass
+@dataclass(frozen=True)
 class StepReport:
+    """What one step after retrieval kept and removed (JSON `steps`)."""
+
     step: str
     before: int
     after: int
