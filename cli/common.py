@@ -3,7 +3,6 @@ decorator, and the mapping from docsum's errors to exit codes."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import inspect
@@ -17,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Optional, TypeVar
 
 import typer
-from typer.core import TyperArgument, TyperCommand
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from docsum.config import Settings, load_settings, make_llm, store_location
 from docsum.errors import DocsumError, ExitCode, Interrupted
@@ -176,10 +175,50 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
         raise typer.Exit(int(code))
 
 
+# The annotations docsum's options and arguments are declared with whose value
+# is the text the parser read: load_settings checks every value itself.
+_TEXT_ANNOTATIONS = (str, bool, list[str])
+
+
+class _AsParsed:
+    """Coercion for a text or switch parameter: the value as the parser read
+    it. typer (0.2x) builds a pydantic TypeAdapter for every parameter of the
+    invoked command to coerce values, even those not given; importing pydantic
+    and building some forty adapters was about a fifth of a second of every
+    command's start-up (bench/RESULTS.md, section 9)."""
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None:
+            return () if param.multiple or param.nargs == -1 else None
+        if isinstance(value, (list, tuple)):
+            return [str(item) for item in value]
+        return value
+
+
+_AS_PARSED = _AsParsed()
+
+
+def _runtime_param(param: TyperOption | TyperArgument, inherited: Callable[[Any], Any]) -> Any:
+    """How `param`'s value is coerced: a text or switch parameter is not sent
+    through typer's pydantic coercion (see `_AsParsed`); any other (a Path)
+    still is."""
+    if param.type_descriptor.annotation in _TEXT_ANNOTATIONS:
+        return _AS_PARSED
+    return inherited(param)
+
+
+class _PlainOption(TyperOption):
+    def get_runtime_param(self) -> Any:
+        return _runtime_param(self, TyperOption.get_runtime_param)
+
+
 class _PlainArgument(TyperArgument):
     """An argument as --help should name it: `PATH...` and `[QUESTION]` in the
     usage line, no Python type beside it (typer's own: `{PATH}...`,
     `PATH <list[Path]>`)."""
+
+    def get_runtime_param(self) -> Any:
+        return _runtime_param(self, TyperArgument.get_runtime_param)
 
     def _usage_display_name(self) -> str:
         name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
@@ -192,19 +231,43 @@ class _PlainArgument(TyperArgument):
         return None
 
 
-class DocsumCommand(TyperCommand):
-    """A command whose arguments are named plainly in --help."""
+def _plain(param: Any) -> Any:
+    """`param` as docsum's own class (see `_PlainOption`, `_PlainArgument`)."""
+    if type(param) is TyperArgument:
+        param.__class__ = _PlainArgument
+    elif type(param) is TyperOption:
+        param.__class__ = _PlainOption
+    return param
+
+
+class _PlainParameters:
+    """Every parameter of the command (its --help too) made plain (`_plain`)."""
+
+    params: list[Any]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for param in self.params:
-            if type(param) is TyperArgument:
-                param.__class__ = _PlainArgument
+            _plain(param)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _plain(super().get_help_option(ctx))  # type: ignore[misc]
+
+
+class DocsumCommand(_PlainParameters, TyperCommand):
+    """A command whose arguments are named plainly in --help and whose text
+    options reach it without typer's pydantic coercion."""
+
+
+class DocsumGroup(_PlainParameters, TyperGroup):
+    """The `docsum` and `docsum config` groups, whose --help and --version
+    are coerced as a `DocsumCommand`'s options are."""
 
 
 def run_async(coro_factory: Callable[[], Awaitable[T]]) -> T:
     """Run the command's coroutine; SIGINT and SIGTERM cancel it cleanly (open
     transactions roll back, locks are released) and become exit 130 / 143."""
+    import asyncio  # here: a command that runs no coroutine (--help, show) never loads it
 
     async def main() -> T:
         loop = asyncio.get_running_loop()

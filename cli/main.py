@@ -24,7 +24,7 @@ from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
 from docsum.schema import ResponseStatus
 from docsum.store.base import DocumentStore, display_location, is_postgres, open_store, store_exists
 
-from .common import Common, DocsumCommand, run_async, with_common
+from .common import Common, DocsumCommand, DocsumGroup, run_async, with_common
 
 # docsum's numpy work in a command is matrix-vector scans, bound by memory
 # bandwidth: OpenBLAS's threads do not speed them up, and on a busy machine
@@ -69,8 +69,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,  # never render locals (they can hold an API key)
     rich_markup_mode=None,
+    cls=DocsumGroup,
 )
-config_app = typer.Typer(help="Inspect docsum's settings.", no_args_is_help=True)
+config_app = typer.Typer(help="Inspect docsum's settings.", no_args_is_help=True, cls=DocsumGroup)
 
 
 def _print_version(value: bool) -> None:
