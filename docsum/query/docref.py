@@ -18,17 +18,18 @@ def find_documents(store: DocumentStore, ref: str, cwd: Path | None = None) -> l
     """Candidates for `ref`, the most specific rule that matches first:
     the exact id; the path as typed, from `cwd` (root/path of a stored
     document); the store's own rules (stored path, a unique path suffix); a
-    unique id prefix. More than one candidate means ambiguous."""
+    unique id prefix. More than one candidate means ambiguous. The records
+    come without their vectors (what `show` and `remove` need holds none)."""
     ref = ref.strip()
     if not ref:
         return []
-    exact = [d for d in store.find_documents(ref) if d.doc_id == ref]
+    exact = [d for d in store.find_documents(ref, with_embeddings=False) if d.doc_id == ref]
     if exact:
         return exact
     typed = _typed_path_matches(store, ref, cwd or Path.cwd())
     if typed:
         return typed
-    stored = store.find_documents(ref)
+    stored = store.find_documents(ref, with_embeddings=False)
     if stored:
         return stored
     if len(ref) >= MIN_ID_PREFIX and all(c in "0123456789abcdef" for c in ref.lower()):
@@ -48,7 +49,7 @@ def _typed_path_matches(store: DocumentStore, ref: str, cwd: Path) -> list[Docum
         if candidate in seen:
             continue
         seen.add(candidate)
-        for doc in store.find_documents(candidate):
+        for doc in store.find_documents(candidate, with_embeddings=False):
             if doc.doc_id not in {d.doc_id for d in found}:
                 found.append(doc)
     return found

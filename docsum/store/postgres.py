@@ -254,24 +254,25 @@ class PostgresStore:
         found = {d.doc_id: d for d in (document_from_row(r) for r in rows)}
         return [found[d] for d in unique if d in found]
 
-    def find_documents(self, ref: str) -> list[DocumentRecord]:
+    def find_documents(self, ref: str, with_embeddings: bool = True) -> list[DocumentRecord]:
         ref = ref.strip()
         if not ref or "\x00" in ref:  # nothing stored holds a NUL (PostgreSQL would refuse the query)
             return []
-        rows = self._rows(f"SELECT {DOC_COLUMNS} FROM documents WHERE doc_id = %s", (ref,))
+        columns = DOC_COLUMNS if with_embeddings else DOC_COLUMNS_NO_EMBEDDING
+        rows = self._rows(f"SELECT {columns} FROM documents WHERE doc_id = %s", (ref,))
         if rows:
             return [document_from_row(rows[0])]
         norm = ref.replace(os.sep, "/") if os.sep != "/" else ref
         order = " ORDER BY path, root"
         if os.path.isabs(ref):
-            rows = self._rows(f"SELECT {DOC_COLUMNS} FROM documents WHERE root || '/' || path = %s{order}", (norm,))
+            rows = self._rows(f"SELECT {columns} FROM documents WHERE root || '/' || path = %s{order}", (norm,))
             return [document_from_row(r) for r in rows]
         while norm.startswith("./"):
             norm = norm[2:]
-        rows = self._rows(f"SELECT {DOC_COLUMNS} FROM documents WHERE path = %s{order}", (norm,))
+        rows = self._rows(f"SELECT {columns} FROM documents WHERE path = %s{order}", (norm,))
         if not rows:
             suffix = "/" + norm  # on a path-component boundary, as in the SQLite store
-            rows = self._rows(f"SELECT {DOC_COLUMNS} FROM documents WHERE right(path, %s) = %s{order}", (len(suffix), suffix))
+            rows = self._rows(f"SELECT {columns} FROM documents WHERE right(path, %s) = %s{order}", (len(suffix), suffix))
         return [document_from_row(r) for r in rows]
 
     def get_document(self, ref: str) -> DocumentRecord | None:

@@ -356,16 +356,19 @@ class Store:
                 found[doc.doc_id] = doc
         return [found[d] for d in unique if d in found]
 
-    def find_documents(self, ref: str) -> list[DocumentRecord]:
+    def find_documents(self, ref: str, with_embeddings: bool = True) -> list[DocumentRecord]:
         """Candidates for `ref`, most specific rule first; see get_document.
 
         Lets the CLI explain an ambiguous reference instead of just "not found".
+        with_embeddings=False leaves the vectors out (`docsum show` prints
+        none, and decoding one would load numpy).
         """
         ref = ref.strip()
         if not ref:
             return []
         conn = self.conn
-        row = conn.execute(f"SELECT {DOC_COLUMNS} FROM documents WHERE doc_id = ?", (ref,)).fetchone()
+        columns = DOC_COLUMNS if with_embeddings else DOC_COLUMNS_NO_EMBEDDING
+        row = conn.execute(f"SELECT {columns} FROM documents WHERE doc_id = ?", (ref,)).fetchone()
         if row is not None:
             return [document_from_row(row)]
 
@@ -373,14 +376,14 @@ class Store:
         if os.path.isabs(ref):
             # An absolute path names root + path exactly.
             rows = conn.execute(
-                f"SELECT {DOC_COLUMNS} FROM documents WHERE root || '/' || path = ? ORDER BY path, root",
+                f"SELECT {columns} FROM documents WHERE root || '/' || path = ? ORDER BY path, root",
                 (norm,),
             ).fetchall()
             return [document_from_row(r) for r in rows]
         while norm.startswith("./"):
             norm = norm[2:]
         rows = conn.execute(
-            f"SELECT {DOC_COLUMNS} FROM documents WHERE path = ? ORDER BY path, root", (norm,)
+            f"SELECT {columns} FROM documents WHERE path = ? ORDER BY path, root", (norm,)
         ).fetchall()
         if rows:
             return [document_from_row(r) for r in rows]
@@ -388,7 +391,7 @@ class Store:
         # not "xb.pdf". substr with a negative start counts characters, like len().
         suffix = "/" + norm
         rows = conn.execute(
-            f"SELECT {DOC_COLUMNS} FROM documents WHERE substr(path, ?) = ? ORDER BY path, root",
+            f"SELECT {columns} FROM documents WHERE substr(path, ?) = ? ORDER BY path, root",
             (-len(suffix), suffix),
         ).fetchall()
         return [document_from_row(r) for r in rows]
