@@ -24,7 +24,7 @@ _PUBLIC = {
     "LLM": "docsum.models.llm",
     "Node": "docsum.schema",
     "NodeWithScore": "docsum.schema",
-    "OpenAILLM": "docsum.models.llm",
+    "OpenAILLM": "docsum.models.openaillm",
     "PromptTemplate": "docsum.models.prompts",
     "Response": "docsum.schema",
     "ResponseMode": "docsum.schema",
@@ -36,7 +36,8 @@ _PUBLIC = {
 if TYPE_CHECKING:
     from docsum.errors import DocsumError, ExitCode
     from docsum.models.extractive import ExtractiveLLM
-    from docsum.models.llm import LLM, OpenAILLM, track_calls
+    from docsum.models.llm import LLM, track_calls
+    from docsum.models.openaillm import OpenAILLM
     from docsum.models.prompts import PromptTemplate
     from docsum.query.synthesizers import BaseSynthesizer, get_response_synthesizer
     from docsum.schema import Node, NodeWithScore, Response, ResponseMode, ResponseStatus

@@ -222,7 +222,6 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
     """The LLM these settings select, and a one-line notice when it is the
     offline default (the CLI prints it on stderr)."""
     from docsum.models.extractive import ExtractiveLLM
-    from docsum.models.llm import OpenAILLM
     from docsum.models.localembed import LOCAL_EMBED_MODEL, check_available
 
     embed_model = effective_embed_model(settings)
@@ -240,6 +239,8 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         return llm, notice
     if not settings.api_key and not settings.base_url:
         raise ConfigError("--llm openai needs OPENAI_API_KEY (or DOCSUM_API_KEY) or --base-url")
+    from docsum.models.openaillm import OpenAILLM
+
     llm = OpenAILLM(
         model=settings.model,
         base_url=settings.base_url,

@@ -25,7 +25,7 @@ from cli.main import app
 from docsum.build.pipeline import BuildOptions, build
 from docsum.errors import ConfigError
 from docsum.models.extractive import ExtractiveLLM
-from docsum.models.llm import OpenAILLM
+from docsum.models.openaillm import OpenAILLM
 from docsum.models.prompts import EMOTION_STIMULI
 from docsum.query.ask import AskOptions, ask
 

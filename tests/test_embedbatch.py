@@ -9,7 +9,8 @@ import numpy as np
 from fakeopenai import FakeOpenAI, default_embedding
 
 from docsum.build.embedbatch import SummaryEmbedder
-from docsum.models.llm import OpenAILLM, track_calls
+from docsum.models.llm import track_calls
+from docsum.models.openaillm import OpenAILLM
 
 
 def make_llm(fake: FakeOpenAI) -> OpenAILLM:

@@ -16,14 +16,8 @@ import pytest
 from fakeopenai import FakeOpenAI, Reply, word_count
 
 from docsum.errors import ContextLengthError, LLMError
-from docsum.models.llm import (
-    PER_MESSAGE_TOKENS,
-    REPLY_PRIMER_TOKENS,
-    OpenAILLM,
-    context_window_for,
-    estimated_cost,
-    track_calls,
-)
+from docsum.models.llm import PER_MESSAGE_TOKENS, REPLY_PRIMER_TOKENS, context_window_for, estimated_cost, track_calls
+from docsum.models.openaillm import OpenAILLM
 from docsum.models.prompts import TEXT_QA_PROMPT, PromptTemplate
 from docsum.schema import Usage
 from docsum.settings import Limits

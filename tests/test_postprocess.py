@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from docsum.build.pipeline import BuildOptions, build
 from docsum.models.extractive import ExtractiveLLM
-from docsum.models.llm import OpenAILLM
+from docsum.models.openaillm import OpenAILLM
 from docsum.query.postprocess import compress, llm_rerank, long_context_reorder, reorder_positions, similarity_cutoff
 from docsum.schema import Node, NodeWithScore
 

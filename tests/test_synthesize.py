@@ -17,7 +17,8 @@ from fakeopenai import FakeOpenAI, RecordedRequest, Reply, word_count
 
 from docsum.errors import ConfigError, TemplateVariableError
 from docsum.models.extractive import ExtractiveLLM
-from docsum.models.llm import LLM, OpenAILLM
+from docsum.models.llm import LLM
+from docsum.models.openaillm import OpenAILLM
 from docsum.models.prompts import (
     REFINE_PROMPT,
     RULE,
