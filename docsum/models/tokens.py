@@ -21,8 +21,10 @@ import marshal
 import math
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import tiktoken
+if TYPE_CHECKING:  # loaded with the first table: a command that counts nothing never imports it
+    import tiktoken
 
 _ENDOFTEXT = "<|endoftext|>"
 _FIM_PREFIX = "<|fim_prefix|>"
@@ -179,6 +181,8 @@ def get_encoding(name: str) -> tiktoken.Encoding:
 
     Loading takes ~0.1 s for cl100k and ~0.3 s for o200k, hence the cache.
     """
+    import tiktoken
+
     spec = _SPECS.get(name)
     if spec is None:
         raise ValueError(f"unknown encoding {name!r}; available: {', '.join(ENCODING_NAMES)}")
@@ -194,20 +198,35 @@ class Tokenizer:
     """Counts tokens for one model family.
 
     ``margin`` inflates counts (never ids) for models whose tokenizer we only
-    approximate.
+    approximate. Given an encoding's name, the table is loaded when the first
+    text is counted (0.05-0.3 s): an engine is made by every command that
+    could call a model, and many never count a token (an unchanged rebuild,
+    a question with no store to answer from).
     """
 
-    __slots__ = ("encoding", "margin")
+    __slots__ = ("_encoding", "_name", "margin")
 
-    def __init__(self, encoding: tiktoken.Encoding, margin: float = 0.0) -> None:
+    def __init__(self, encoding: tiktoken.Encoding | str, margin: float = 0.0) -> None:
         if margin < 0:
             raise ValueError("margin must be >= 0")
-        self.encoding = encoding
+        if isinstance(encoding, str):
+            if encoding not in _SPECS:
+                raise ValueError(f"unknown encoding {encoding!r}; available: {', '.join(ENCODING_NAMES)}")
+            self._encoding: tiktoken.Encoding | None = None
+            self._name = encoding
+        else:
+            self._encoding, self._name = encoding, encoding.name
         self.margin = margin
 
     @property
+    def encoding(self) -> tiktoken.Encoding:
+        if self._encoding is None:
+            self._encoding = get_encoding(self._name)
+        return self._encoding
+
+    @property
     def name(self) -> str:
-        return self.encoding.name
+        return self._name
 
     def __repr__(self) -> str:
         return f"Tokenizer(name={self.name!r}, margin={self.margin})"
@@ -284,5 +303,5 @@ def tokenizer_for_model(model: str | None) -> Tokenizer:
     """Tokenizer for ``model``; unknown or missing models get cl100k plus a margin."""
     encoding_name = encoding_name_for_model(model)
     if encoding_name is None:
-        return Tokenizer(get_encoding("cl100k_base"), UNKNOWN_MODEL_MARGIN)
-    return Tokenizer(get_encoding(encoding_name), 0.0)
+        return Tokenizer("cl100k_base", UNKNOWN_MODEL_MARGIN)
+    return Tokenizer(encoding_name, 0.0)
