@@ -1,6 +1,8 @@
 """Fast start: a command imports only what it uses (numpy when vectors are
 touched, openai when a request is made, rich on a terminal, the evaluation
-code for eval), and the tokenizer table is decoded once, not per process."""
+code for eval, asyncio when a coroutine runs, the tokenizer when a token is
+counted, pydantic never for docsum's own options), and the tokenizer table is
+decoded once, not per process."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from helpers import REPO, SAMPLE_DOCS, llm_args, run_cli, subprocess_env
 
 from docsum.models import tokens
 
-HEAVY = ("numpy", "openai", "rich", "docsum.query.evaluate", "tiktoken")
+HEAVY = ("numpy", "openai", "rich", "docsum.query.evaluate", "tiktoken", "pydantic", "asyncio")
 
 # Runs one command in a fresh interpreter and reports which heavy modules it loaded.
 PROBE = """
@@ -49,14 +51,16 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_commands_import_only_what_they_use(sample_store: Path, tmp_path: Path) -> None:
     question = "When did the library reopen after the renovation?"
+    # typer would coerce every option (--help too) through a pydantic TypeAdapter.
     assert loaded("--help", home=tmp_path) == []
+    assert loaded("ask", "--help", home=tmp_path) == []
     assert loaded("summaries", "--store", sample_store, home=tmp_path) == []
-    # show reads the document's whole row, its stored vector included.
-    assert loaded("show", "library_renovation_fact_sheet.pdf", "--store", sample_store, home=tmp_path) in ([], ["numpy"])
+    # show prints no vector, so it reads none (decoding one loaded numpy).
+    assert loaded("show", "library_renovation_fact_sheet.pdf", "--store", sample_store, home=tmp_path) == []
     # config show names the embedder; naming it loads no numpy.
     assert loaded("config", "show", home=tmp_path) == []
-    # An offline question touches vectors and counts tokens; it sends no request.
-    assert loaded("ask", question, "--store", sample_store, "--llm", "extractive", home=tmp_path) == ["numpy", "tiktoken"]
+    # An offline question runs a coroutine, touches vectors and counts tokens; it sends no request.
+    assert loaded("ask", question, "--store", sample_store, "--llm", "extractive", home=tmp_path) == ["asyncio", "numpy", "tiktoken"]
     with FakeOpenAI() as fake:
         # No store: nothing to ask the server, so no client.
         assert "openai" not in loaded("ask", question, "--store", tmp_path / "none.sqlite", *llm_args(fake), home=tmp_path)
@@ -77,3 +81,22 @@ def test_the_tokenizer_table_is_decoded_once_and_a_damaged_copy_is_not_trusted(t
     cache.write_bytes(bytes(damaged))
     assert tokens._cached_ranks(spec) is None  # the checksum catches it
     assert tokens._read_ranks(spec) == ranks and tokens._cached_ranks(spec) == ranks  # decoded again and rewritten
+
+
+def test_the_engines_load_their_heavy_parts_when_first_used() -> None:
+    """The engine interface and the server engine's module import neither
+    numpy nor openai (nor the tokenizer); making an engine loads no tokenizer
+    table; the first count does."""
+    probe = (
+        "import sys\n"
+        "from docsum.models.openaillm import OpenAILLM\n"
+        "llm = OpenAILLM(model='gpt-4o-mini', base_url='http://127.0.0.1:9', api_key=None)\n"
+        "before = sorted(m for m in ('openai', 'numpy', 'tiktoken', 'pydantic', 'httpx2') if m in sys.modules)\n"
+        "llm.metadata.tokenizer.count('hello world')\n"
+        "after = 'tiktoken' in sys.modules\n"
+        "print(before, after)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, env=subprocess_env(),
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[] True"
