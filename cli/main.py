@@ -139,7 +139,7 @@ def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit:
 @app.command(cls=DocsumCommand)
 @with_common(ASK)
 def ask(
-    question: Annotated[Optional[str], typer.Argument(metavar="QUESTION", help="The question (or --questions FILE).", show_default=False)] = None,
+    question: Annotated[Optional[str], typer.Argument(metavar="QUESTION", help="The question; - reads it from stdin (or --questions FILE).", show_default=False)] = None,
     *,
     common: Common,
 ) -> int:
@@ -159,6 +159,9 @@ def ask(
     questions, explain = settings.questions, settings.explain
     if (question is None) == (questions is None):
         raise ConfigError("give either a QUESTION or --questions FILE")
+    if question == "-":
+        # `echo QUESTION | docsum ask -`, as --questions - reads its file.
+        question = _read_text("-", "the question")
     if question is not None:
         # Empty or too long: refused first, like every usage error, before
         # the engine is made or announced.
@@ -210,15 +213,19 @@ def _read_question_file(source: str) -> list[Question]:
     from docsum.query.question import read_questions
 
     where = "stdin" if source == "-" else source
+    return read_questions(_read_text(source, "the questions").splitlines(), where)
+
+
+def _read_text(source: str, what: str) -> str:
+    """The text of a file, or of stdin for "-"; unreadable is a usage error naming the source."""
+    where = "stdin" if source == "-" else source
     try:
         if source == "-":
-            lines = sys.stdin.read().splitlines()
-        else:
-            lines = Path(source).expanduser().read_text(encoding="utf-8").splitlines()
+            return sys.stdin.buffer.read().decode("utf-8")
+        return Path(source).expanduser().read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(f"{where}: cannot read the questions ({reason})") from None
-    return read_questions(lines, where)
+        raise ConfigError(f"{where}: cannot read {what} ({reason})") from None
 
 
 def _ask_many(common: Common, llm: LLM, items: list[Question], options: AskOptions, explain: bool) -> int:

@@ -78,6 +78,17 @@ def test_questions_from_stdin_and_usage_errors(sample_store: Path, tmp_path: Pat
     assert missing.code == 2 and "nope.txt: cannot read the questions" in missing.stderr
 
 
+def test_one_question_from_stdin(sample_store: Path) -> None:
+    """`echo QUESTION | docsum ask -` asked "-" itself (and abstained)."""
+    piped = run_cli("ask", "-", "--store", sample_store, "--llm", "extractive", "--json", input=f"  {OVEN}\n")
+    typed = run_cli("ask", OVEN, "--store", sample_store, "--llm", "extractive", "--json")
+    assert piped.code == typed.code == 0, piped
+    assert json.loads(piped.stdout)["question"] == OVEN
+    assert json.loads(piped.stdout)["answer"] == json.loads(typed.stdout)["answer"]
+    empty = run_cli("ask", "-", "--store", sample_store, "--llm", "extractive", input="\n")
+    assert empty.code == 2 and "the question is empty" in empty.stderr
+
+
 def test_questions_are_answered_concurrently_and_a_failed_one_is_reported_alone(tmp_path: Path) -> None:
     make_docs(tmp_path / "docs", 6)
     store = tmp_path / "s.sqlite"
