@@ -11,6 +11,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from docsum.query.abstain import ABSTENTION_TEXT, question_names, says_cannot_answer
@@ -309,3 +310,96 @@ def test_a_passing_mention_in_a_long_document_is_not_what_it_is_about() -> None:
     # Being about the period does not make a document about the subject.
     nvidia_q1 = _keys("2023_Q1_NVDA.txt", "NVIDIA's quarterly report.", filler + " Microsoft bought GPUs. Microsoft. Microsoft.")
     assert missing_names(["q1 2023", "microsoft"], nvidia_q1) == ["microsoft"]
+
+
+# --------------------------------------------------------------------------- what the chosen documents hold together
+
+
+def _entries(summaries: dict[str, str]) -> list[SummaryEntry]:
+    return [SummaryEntry(name, name, text) for name, text in summaries.items()]
+
+
+# Each document shares a common word or two with the question; none holds
+# "miller", "ryan", "omaha" or "beach", which no document mentions.
+_SCATTERED = {
+    "museum.txt": "The museum keeps private collections; a retired captain guides visitors.",
+    "thriller.txt": "A retired captain of the guard is saving a singer from an attacker.",
+    "grocer.txt": "The grocer is saving money by buying flour from a private mill.",
+    "bank.txt": "A private bank offers saving accounts to families.",
+    "ferry.txt": "The ferry captain sails twice a day.",
+    "school.txt": "A private school opened a new library.",
+    "club.txt": "The saving club meets on Mondays.",
+    "orchard.txt": "Apples ripen in the orchard in the autumn sun.",
+    "harbour.txt": "Boats leave the harbour at dawn for the fishing grounds.",
+}
+_RYAN = "who is captain miller in saving private ryan at omaha beach"
+
+
+@pytest.mark.parametrize("retriever", ["fused", "bm25"])
+def test_documents_that_each_share_a_word_but_together_miss_the_question_are_not_chosen(retriever: str) -> None:
+    from docsum.query.abstain import COVERAGE_FLOOR
+
+    found = asyncio.run(retrieve(retriever, ExtractiveLLM(), _RYAN, _entries(_SCATTERED), top_k=3, floor=COVERAGE_FLOOR))
+    # Each document alone passes the per-document floor (before, all three
+    # were handed on and quoted) ...
+    assert all((c.relevance or 0) >= COVERAGE_FLOOR for c in found.candidates[:3])
+    # ... but between them they hold too little of the question.
+    assert found.chosen == [] and "together hold" in found.notes[-1]
+    # Without a floor (--min-score 0) nothing is held back.
+    assert len(asyncio.run(retrieve(retriever, ExtractiveLLM(), _RYAN, _entries(_SCATTERED), top_k=3, floor=0.0)).chosen) == 3
+
+
+def test_documents_that_together_hold_the_question_are_chosen() -> None:
+    from docsum.query.abstain import COVERAGE_FLOOR
+
+    # The two hops of a question, each holding half of it.
+    summaries = dict(_SCATTERED, **{
+        "ryan.txt": "Saving Private Ryan is a war film; Captain Miller lands on Omaha Beach.",
+    })
+    found = asyncio.run(retrieve("fused", ExtractiveLLM(), _RYAN, _entries(summaries), top_k=3, floor=COVERAGE_FLOOR))
+    assert found.chosen and found.chosen[0].path == "ryan.txt"
+
+
+def test_joint_coverage_counts_a_word_once_any_document_holds_it() -> None:
+    from docsum.query.evidence import DocumentEvidence
+
+    evidence = DocumentEvidence.from_texts(["a", "b", "c"], ["red apples", "green pears", "blue sky"], [[], [], []])
+    question = "red pears"
+    alone = evidence.coverage(question, np.asarray([0, 1]))
+    assert all(0.4 < share < 0.6 for share in alone)
+    assert evidence.joint_coverage(question, np.asarray([0, 1])) == pytest.approx(1.0)
+    assert evidence.joint_coverage(question, np.asarray([2])) == 0.0
+    assert evidence.joint_coverage(question, np.asarray([], dtype=np.int64)) == 0.0
+
+
+def test_hidden_documents_count_as_absent_in_the_question_weights() -> None:
+    # docsum eval --unanswerable asks as if the gold documents were not in the
+    # store: a word only they hold weighs like a word no document holds.
+    from docsum.query.corpus import HiddenEvidence
+    from docsum.query.evidence import DocumentEvidence
+
+    evidence = DocumentEvidence.from_texts(
+        ["gold", "x", "y", "z"], ["jousting maryland state", "state capital", "state flag", "apples"], [[], [], [], []]
+    )
+    hidden = HiddenEvidence(evidence, frozenset({"gold"}))
+    without = DocumentEvidence.from_texts(["x", "y", "z"], ["state capital", "state flag", "apples"], [[], [], []])
+    question = "jousting state"
+    # Before: the gold document still counted, "jousting" weighed as a word one
+    # document holds and "state" as one three of four hold.
+    assert hidden.coverage(question, np.asarray([1, 2])) == pytest.approx(without.coverage(question, np.asarray([0, 1])))
+    assert hidden.joint_coverage(question, np.asarray([1, 2])) == pytest.approx(without.joint_coverage(question, np.asarray([0, 1])))
+
+
+def test_the_owner_of_what_is_asked_must_be_what_a_source_is_about() -> None:
+    from docsum.query.abstain import missing_names, subject_names
+
+    question = "Can any trends be identified in Apple's Services segment revenue over the reported periods?"
+    assert question_names(question) == ["appl", "servic"] and subject_names(question) == {"appl"}
+    filler = "Revenue grew in every segment and the company opened new data centers. " * 1500
+    # Intel's filing, about services of its own, names Apple seven times
+    # (before: it covered both names and was quoted as a source on Apple).
+    intel = _keys("2022_Q3_INTC.txt", "Intel's quarterly report.", filler + " Apple. " * 7 + " Our services grew." * 40)
+    assert missing_names(question_names(question), intel, subject_names(question)) == ["appl"]
+    # A side name that is not the owner may still be mentioned in passing.
+    msft = _keys("2023_Q1_MSFT.txt", "Microsoft's quarterly report.", filler + " Surface revenue fell. Surface." * 3)
+    assert missing_names(["microsoft", "surfac"], msft, subject_names("How did Microsoft's Surface revenue change?")) == []

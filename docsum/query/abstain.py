@@ -43,6 +43,17 @@ COVERAGE_FLOOR = 0.1
 # for a newsletter that shares only "pay" (0.15 against the bakery's 0.85).
 # At 0.25 every gold document ranked in the top 3 stays, on both sets.
 RELATIVE_COVERAGE_FLOOR = 0.25
+# ... and the chosen documents together must hold at least this share of the
+# question (DocumentEvidence.joint_coverage): each may hold a little, but if
+# between them they miss most of what is asked ("who is captain miller in
+# saving private ryan" against a museum, a thriller and a supermarket chain
+# that share "private" and "captain"), nothing answers it. Set on MuSiQue
+# (bench/RESULTS.md, section 10): 0.35 turned 5 of its 31 answered
+# hidden-gold questions into abstentions and cost 2 of 138 answers (two
+# sub-questions without a referent, "In what state did the writer die?");
+# 0.4 cost 3 and 0.45 cost 6. Checked on the SEC filings afterwards, where
+# the chosen filings together hold over half of every question.
+JOINT_COVERAGE_FLOOR = 0.35
 # embedding: the cosine, per embedding model. A server's model has no default
 # (its scale is its own): `--min-score` sets one.
 EMBEDDING_FLOORS: dict[str, float] = {LEXICAL_EMBED_MODEL: 0.02}
@@ -63,6 +74,15 @@ def relevance_floor(retriever: str, embedding_model: str | None, override: float
     if retriever == "embedding":
         return EMBEDDING_FLOORS.get(embedding_model or LEXICAL_EMBED_MODEL)
     return None
+
+
+def joint_floor(floor: float | None) -> float | None:
+    """The share of the question the chosen documents must hold together,
+    for a share floor of `floor` (None: no floor, none either). `--min-score`
+    moves it in proportion, so 0 turns both off."""
+    if floor is None:
+        return None
+    return min(JOINT_COVERAGE_FLOOR, floor * JOINT_COVERAGE_FLOOR / COVERAGE_FLOOR)
 
 
 # What a reply that declines to answer says. Matched on the opening sentence
@@ -137,13 +157,30 @@ def question_names(question: str) -> list[str]:
     ("Harris W. Fawell", "Hello Love" become one phrase each, words joined by a
     space), numbers, and codes mixing letters and digits ("Q1", "FY2023";
     "the first quarter of 2023" is "Q1 2023")."""
+    return _names_of(question)[0]
+
+
+def subject_names(question: str) -> set[str]:
+    """The question's names that own what it asks about, written with a
+    possessive: "Apple" in "Apple's Services segment revenue". Their thing is
+    asked about, so a source must be about them, not mention them in passing
+    (see `missing_names`)."""
+    return _names_of(question)[1]
+
+
+def _names_of(question: str) -> tuple[list[str], set[str]]:
+    """`question_names` and, of them, `subject_names`."""
     question = quarters_as_codes(question)
     out: list[str] = []
+    owners: set[str] = set()
     run: list[str] = []
     run_start = 0
     last_end = -1
+    run_owns = False
 
     def close() -> None:
+        nonlocal run_owns
+        owns, run_owns = run_owns, False
         if not run:
             return
         lone_initial = len(run) == 1 and len(run[0]) < 2
@@ -152,6 +189,8 @@ def question_names(question: str) -> list[str]:
             name = " ".join(run)
             if name not in out:
                 out.append(name)
+            if owns:
+                owners.add(name)
         run.clear()
 
     possessive = False
@@ -177,11 +216,12 @@ def question_names(question: str) -> list[str]:
             if not run:
                 run_start = match.start()
             run.append(_key(word))
+            run_owns = possessive
         else:
             close()
         last_end = match.end()
     close()
-    return out
+    return out, owners
 
 
 # A name a document mentions only in passing (once, outside its file name,
@@ -284,11 +324,11 @@ def document_keys(doc_id: str, name: str, summary: str, body: str) -> DocumentKe
     return found
 
 
-def missing_names(names: list[str], doc: DocumentKeys) -> list[str]:
+def missing_names(names: list[str], doc: DocumentKeys, subjects: set[str] | frozenset[str] = frozenset()) -> list[str]:
     """The names a document does not cover: a document about none of them
     covers none (a passing mention of Apple in Intel's filing does not make
     it a source on Apple); one about some of them also covers the names (not
-    the figures) it merely mentions."""
+    the figures, not the `subjects`) it merely mentions."""
     about = [n for n in names if doc.is_about(n)]
     # Being about the period ("Q1 2023" in NVIDIA's file name) does not make a
     # document about the question's subject (Microsoft).
@@ -296,8 +336,10 @@ def missing_names(names: list[str], doc: DocumentKeys) -> list[str]:
         return [n for n in names if n not in about]
     # A figure (a year, "Q3 2022") must be what the document is about: a
     # filing for 2023 compares itself with "the third quarter of 2022" on
-    # every other page.
-    return [n for n in names if n not in about and (is_figure(n) or not doc.mentions(n))]
+    # every other page. So must the owner of what is asked: Intel's filing,
+    # about "Services" of its own, names Apple seven times, and is no source
+    # on "Apple's Services segment revenue".
+    return [n for n in names if n not in about and (is_figure(n) or n in subjects or not doc.mentions(n))]
 
 
 def is_figure(name: str) -> bool:

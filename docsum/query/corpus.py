@@ -146,7 +146,8 @@ class HiddenDocuments:
 
 class HiddenEvidence(DocumentEvidence):
     """BM25 evidence in which hidden documents score nothing (summary and
-    nodes alike), so the fused and bm25 retrievers never see them either."""
+    nodes alike), so the fused and bm25 retrievers never see them either,
+    and count for nothing in the question's word weights (`counted`)."""
 
     def __init__(self, evidence: DocumentEvidence, hidden: frozenset[str]) -> None:
         super().__init__(evidence.doc_ids, evidence.summaries, evidence.nodes, evidence.node_owner)
@@ -159,6 +160,11 @@ class HiddenEvidence(DocumentEvidence):
         found.summary[self.hidden_rows] = 0.0
         found.best_nodes[self.hidden_rows] = 0.0
         return found
+
+    def counted(self) -> np.ndarray:
+        # The store as if the hidden documents were not in it: a word only
+        # they hold is a word no document holds.
+        return ~self.hidden_rows
 
     def node_scores(self, question: str) -> np.ndarray:
         scores = super().node_scores(question)

@@ -130,25 +130,48 @@ class DocumentEvidence:
         ("unladen swallow") weighs as much as the rarest word and lowers every
         document's share.
         A question without content words covers everything (1.0)."""
-        words = list(dict.fromkeys(terms(question)))
         rows = np.asarray(rows, dtype=np.int64)
-        if not words:
+        weights, held = self._question_words(question, rows)
+        if weights.size == 0:
             return np.ones(rows.size, dtype=np.float32)
-        count = len(self.doc_ids)
+        return (weights @ held / (weights.sum() or 1.0)).astype(np.float32)
+
+    def joint_coverage(self, question: str, rows: np.ndarray) -> float:
+        """The share of the question (weighted as in `coverage`) that the
+        documents at `rows` hold between them: a word counts when any of them
+        holds it. 1.0 for a question without content words, 0 for no rows."""
+        rows = np.asarray(rows, dtype=np.int64)
+        weights, held = self._question_words(question, rows)
+        if weights.size == 0:
+            return 1.0
+        if rows.size == 0:
+            return 0.0
+        return float(weights @ held.any(axis=1) / (weights.sum() or 1.0))
+
+    def counted(self) -> np.ndarray | None:
+        """Which documents the IDF weights of `coverage` count (None: all).
+        Documents hidden from a question count as absent from the store."""
+        return None
+
+    def _question_words(self, question: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The IDF weight of each distinct content word of the question, and
+        whether each document at `rows` holds it (words × rows)."""
+        words = list(dict.fromkeys(terms(question)))
+        counted = self.counted()
+        count = len(self.doc_ids) if counted is None else int(counted.sum())
         held = np.zeros((len(words), rows.size), dtype=bool)
         weights = np.zeros(len(words), dtype=np.float64)
         for w, word in enumerate(words):
-            present = np.zeros(count, dtype=bool)
+            present = np.zeros(len(self.doc_ids), dtype=bool)
             present[self.summaries.rows_with(word)] = True
             present[self.node_owner[self.nodes.rows_with(word)]] = True
-            df = int(present.sum())
+            df = int(present.sum() if counted is None else (present & counted).sum())
             # An IDF that stays positive for a word every document holds and
             # weighs a word no document holds like the rarest one: in a small
             # store the usual BM25 IDF would weigh it tenfold.
             weights[w] = math.log(1.0 + count / max(df, 1))
             held[w] = present[rows]
-        total = weights.sum() or 1.0
-        return (weights @ held / total).astype(np.float32)
+        return weights, held
 
     def node_scores(self, question: str) -> np.ndarray:
         """Every node's score (owners in `node_owner`), for the chunk baseline."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from docsum.query.abstain import document_keys, is_figure, missing_names, question_names
+from docsum.query.abstain import document_keys, is_figure, missing_names, question_names, subject_names
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate, Retrieval, passes_floor
 from docsum.store.base import DocumentStore
@@ -50,6 +50,7 @@ def grounded(
     if not names:
         return found.chosen, by_doc, None
     figures = [n for n in names if is_figure(n)]
+    subjects = subject_names(question)
     pool = list(found.chosen)
     if found.retriever in RANKED_RETRIEVERS:
         chosen_ids = {c.doc_id for c in pool}
@@ -64,7 +65,7 @@ def grounded(
         keys = document_keys(
             cand.doc_id, titles.get(cand.doc_id, cand.path), cand.summary, "\n".join(r.text for r in by_doc.get(cand.doc_id, []))
         )
-        cover[cand.doc_id] = set(names) - set(missing_names(names, keys))
+        cover[cand.doc_id] = set(names) - set(missing_names(names, keys, subjects))
     full = [c for c in pool if cover[c.doc_id] == set(names)]
     kept: list[Candidate]
     if full:

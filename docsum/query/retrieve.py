@@ -326,6 +326,27 @@ def _relative(floor: float | None) -> float | None:
     return None if floor is None else RELATIVE_COVERAGE_FLOOR
 
 
+def _held_together(found: Retrieval, evidence: DocumentEvidence, query: str, floor: float | None) -> Retrieval:
+    """Nothing chosen when the chosen documents together hold less of the
+    question than the joint floor that goes with `floor`
+    (docsum.query.abstain.joint_floor): each may pass the floor on a word or
+    two while none holds what the question is about."""
+    from docsum.query.abstain import joint_floor
+
+    least = joint_floor(floor)
+    if least is None or not found.chosen:
+        return found
+    row = {doc_id: i for i, doc_id in enumerate(evidence.doc_ids)}
+    share = evidence.joint_coverage(query, np.asarray([row[c.doc_id] for c in found.chosen], dtype=np.int64))
+    if share >= least:
+        return found
+    for c in found.chosen:
+        c.chosen = False
+    found.notes.append(f"the chosen documents together hold {share:.3f} of the question, below {least:g}")
+    found.chosen = []
+    return found
+
+
 def _with_coverage(evidence: DocumentEvidence, query: str, ranked: list[Candidate]) -> list[Candidate]:
     """Each candidate's share of the question (its relevance for the floor)."""
     row = {doc_id: i for i, doc_id in enumerate(evidence.doc_ids)}
@@ -344,7 +365,8 @@ async def retrieve_by_bm25(
     scores = evidence.score(query).summary
     order = np.argsort(-scores, kind="stable")
     ranked = _kept_candidates(corpus, evidence.doc_ids, order, scores, {}, "bm25", keep, top_k)
-    return _choose("bm25", _with_coverage(evidence, query, ranked), top_k, [], floor, _relative(floor))
+    found = _choose("bm25", _with_coverage(evidence, query, ranked), top_k, [], floor, _relative(floor))
+    return _held_together(found, evidence, query, floor)
 
 
 async def retrieve_fused(
@@ -372,7 +394,8 @@ async def retrieve_fused(
     # document whose best passages match best: answers are read from nodes.
     order = np.lexsort((-found.summary, -found.best_nodes, -fused))
     ranked = _kept_candidates(corpus, evidence.doc_ids, order, fused, signals, "fused", keep, top_k)
-    return _choose("fused", _with_coverage(evidence, query, ranked), top_k, notes, floor, _relative(floor))
+    found = _choose("fused", _with_coverage(evidence, query, ranked), top_k, notes, floor, _relative(floor))
+    return _held_together(found, evidence, query, floor)
 
 
 def aligned_scores(doc_ids: list[str], ids: list[str], scores: np.ndarray) -> np.ndarray:
