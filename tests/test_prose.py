@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from docsum.ingest.load import first_line_title
-from docsum.lexical import registrant, title_lines
+from docsum.lexical import registrant, sentences, title_lines
 from docsum.models.extractive import ExtractiveLLM
 from docsum.models.prompts import DOCUMENT_SUMMARY_PROMPT
 from docsum.models.prose import informative_bonus, opening
 from docsum.query.synthesizers import TreeSummarize
-from helpers import run_cli_parts as run
+from helpers import EVAL_PDFS, run_cli_parts as run
 
 PAPER = """Trace-based Just-in-Time Type Specialization for Dynamic
 Languages
@@ -131,3 +131,79 @@ def test_a_filing_is_titled_by_its_registrant(text: str, name: str | None) -> No
     if name:
         assert first_line_title(text) == name
         assert opening(text)[0] == f"A quarterly report filed on SEC Form 10-Q: {name}."
+
+
+# --------------------------------------------------------------------------- figures and tables
+
+
+# As PDF text comes out: prose wrapped at the column, a figure's labels one per
+# line above its caption, a table's rows around its caption, a running header.
+WITH_FIGURES = """Acme Journal of Loops 12
+Thus, the outer loop is recorded and compiled twice, and both copies
+must be retained in the trace cache.
+i2
+i3 i4
+i5
+t1
+Tree Call
+Figure 7. Control flow graph of a nested loop with an if statement
+inside the inner most loop.
+In general, if loops are nested to depth k, each loop is recorded
+once for every path through it.
+Acme Journal of Loops 13
+Then we applied metaclustering to these basic clusters
+Source articles 28,009
+Basic clusters 5,543
+Metaclusters (rows ≥ 3) 101
+Table 2: Articles and obtained metaclusters.
+and obtained 302 metaclusters, of which 101 had three or more rows.
+4.1 Evaluation Method
+We evaluated the tables by hand.
+Acme Journal of Loops 14
+References
+[1] A. Gal. Trace trees. In Proceedings of PLDI, pages 146–160, 2009.
+"""
+
+
+def test_figure_and_table_runs_are_not_summary_sentences() -> None:
+    from docsum.models.prose import without_figures_and_tables
+
+    kept = without_figures_and_tables(WITH_FIGURES)
+    for gone in ("i3 i4", "Tree Call", "Figure 7", "inner most loop", "28,009", "Table 2", "Acme Journal", "4.1 Evaluation", "Proceedings"):
+        assert gone not in kept
+    # The prose a table interrupted joins up again.
+    units = sentences(kept)
+    assert "Then we applied metaclustering to these basic clusters and obtained 302 metaclusters, of which 101 had three or more rows." in units
+    assert "Thus, the outer loop is recorded and compiled twice, and both copies must be retained in the trace cache." in units
+    assert "We evaluated the tables by hand." in units
+    # Before: "i2 i3 i4 i5 t1 Tree Call Figure 7. Control flow graph …" and
+    # "… 28,009 Basic clusters 5,543 …" were quoted as informative sentences.
+    summary = ExtractiveLLM().summarize("Summarize the document.", WITH_FIGURES)
+    assert "Figure 7" not in summary and "28,009" not in summary and "i3 i4" not in summary
+    assert "metaclustering" in summary
+
+
+def test_a_sentence_that_names_a_figure_is_prose() -> None:
+    from docsum.models.prose import without_figures_and_tables
+
+    text = "Figure 7 shows basic trace tree compilation applied to a nested loop\nwhere the inner loop contains two paths.\n"
+    assert without_figures_and_tables(text) == text
+
+
+@pytest.mark.skipif(not EVAL_PDFS.is_dir(), reason="shared eval PDFs not present")
+def test_real_papers_are_summarized_without_their_figures_and_tables(tmp_path: Path) -> None:
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    for name in ("pdfjs-tracemonkey.pdf", "pdfminer-naacl06-shinyama.pdf"):
+        (folder / name).write_bytes((EVAL_PDFS / name).read_bytes())
+    store = tmp_path / "store.sqlite"
+    code, out, err = run("build", folder, "--store", store)
+    assert code == 0, err
+    code, out, err = run("summaries", "--store", store, "--json")
+    summary = {d["path"]: d["summary"] for d in json.loads(out)}
+    tracemonkey, shinyama = summary["pdfjs-tracemonkey.pdf"], summary["pdfminer-naacl06-shinyama.pdf"]
+    # Before: "… i2 i3 i4 i5 i1 i6 i7 t1 t2 Tree Call Outer Tree … Figure 7." and
+    # "… Source articles 28,009 Basic clusters 5,543 … Table 2: …".
+    assert "i2 i3" not in tracemonkey and "Figure 7" not in tracemonkey and "Proceedings" not in tracemonkey
+    assert "28,009" not in shinyama and "Table 2" not in shinyama and "Table 1" not in shinyama
+    assert "TraceMonkey" in tracemonkey and "Relation Discovery" in shinyama

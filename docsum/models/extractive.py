@@ -20,7 +20,7 @@ import numpy as np
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
-from docsum.models.prose import informative_bonus, is_opening, opening
+from docsum.models.prose import informative_bonus, is_opening, is_reference, opening, without_figures_and_tables
 from docsum.query.abstain import ABSTENTION_TEXT, name_terms, says_cannot_answer
 from docsum.query.citations import markers_in, split_numbered, strip_markers, with_marker
 from docsum.models.prompts import (
@@ -45,7 +45,7 @@ _DOC_BLOCK = re.compile(r"^Document (\d+):\s*$", re.MULTILINE)
 class ExtractiveLLM(LLM):
     # Part of the summary fingerprint: bump it when summaries would come out
     # differently, so stores re-summarize instead of keeping stale ones.
-    version = "9"
+    version = "10"
 
     def __init__(
         self, context_window: int | None = None, num_output: int | None = None, limits: Limits = DEFAULT_LIMITS,
@@ -143,6 +143,9 @@ class ExtractiveLLM(LLM):
         # Openings of the parts below the first (a tree level up) name no new
         # document: never quoted again.
         units = [u for u in sentences(body) if not is_opening(u)]
+        # Figures, tables and references are no summary's sentences; when
+        # nothing else is left, the most central lines still are (below).
+        prose = [u for u in sentences(without_figures_and_tables(body)) if not is_opening(u) and not is_reference(u)]
         lead: list[str] = []
         if first is None:
             # Without a recognisable title block, the opening lines still
@@ -150,15 +153,15 @@ class ExtractiveLLM(LLM):
             # when): kept, as a lead-based summary would, within a fifth of
             # the budget.
             lead_budget, used = budget // 5, 0
-            for unit in units[:8]:
+            for unit in prose[:8]:
                 cost = tokenizer.count(unit) + 1
                 if used + cost > lead_budget:
                     break
                 lead.append(unit)
                 used += cost
             budget -= used
-            units = units[len(lead):]
-        chosen = _select(query, units, max(16, budget), tokenizer, informative=True)
+            prose = [u for u in prose if u not in lead]
+        chosen = _select(query, prose, max(16, budget), tokenizer, informative=True)
         if not chosen and not lead:
             # Nothing reads as prose (a form, a table, a list of figures):
             # the most central lines still say more than an empty summary.

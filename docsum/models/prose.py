@@ -8,6 +8,7 @@ debris or word lists.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from docsum.lexical import registrant, title_lines
 
@@ -106,3 +107,87 @@ def informative_bonus(sentence: str) -> float | None:
     names = len(_INNER_NAME.findall(sentence))
     figures = len(_FIGURE.findall(sentence))
     return min(MAX_NAME_BONUS, NAME_BONUS * names) + min(MAX_FIGURE_BONUS, FIGURE_BONUS * figures)
+
+
+# Figures and tables in extracted PDF text: a caption ("Figure 7. Control
+# flow graph …", "Table 2: Articles and …") and, above it, the figure's labels
+# or the table's cells, one short line each ("i2", "Source articles 28,009").
+# Read as sentences they run into the prose around them and pass for
+# informative ("i2 i3 i4 … Figure 7."), so summaries leave them out.
+_CAPTION = re.compile(
+    r"^\s*(?:figure|fig\.|table|tab\.|chart|exhibit|abbildung|abb\.|tabelle|figura|tabla|tableau)\s*[\dIVX]+[a-z]?\s*[.:|—–-]",
+    re.IGNORECASE,
+)
+# A caption runs to the end of its sentence, a few lines at most.
+MAX_CAPTION_LINES = 6
+# A line of a figure or table: a few words at most, or mostly figures.
+MAX_LABEL_WORDS = 6
+MIN_ROW_FIGURE_SHARE = 0.4
+# Label lines in a run this long are a figure or table even without a caption.
+MIN_LABEL_RUN = 3
+MAX_RUN_LABEL_WORDS = 3
+MAX_RUNNING_WORDS = 12
+MIN_RUNNING_REPEATS = 3
+_DIGITS = re.compile(r"\d+")
+_SENTENCE_DONE = re.compile(r"[.!?]['\")\]]?\s*$")
+_NUMBERED_HEADING = re.compile(r"^\s*\d+(?:\.\d+)*\.?\s+\S")
+# A bibliography entry: no summary quotes one.
+_REFERENCE = re.compile(r"\bIn Proceedings of\b|\bpp?\.\s*\d+\s*[–-]\s*\d+|\bpages\s+\d+\s*[–-]\s*\d+", re.IGNORECASE)
+_REFERENCES_HEADING = re.compile(r"^\s*(?:\d+\.?\s*)?(?:references|bibliography|literatur(?:verzeichnis)?|works cited)\s*$", re.IGNORECASE)
+
+
+def _is_label_line(line: str, most_words: int = MAX_LABEL_WORDS) -> bool:
+    """A line that reads as a figure's label or a table's row, not prose."""
+    words = line.split()
+    if not words or _SENTENCE_DONE.search(line) and len(words) > 2:
+        return False
+    figures = sum(1 for w in words if any(c.isdigit() for c in w))
+    return len(words) <= most_words or (figures >= 2 and figures / len(words) >= MIN_ROW_FIGURE_SHARE)
+
+
+def without_figures_and_tables(text: str) -> str:
+    """`text` without its figure and table runs, captions, running headers,
+    numbered section headings and bibliography, for summary sentence
+    selection: each caption to the end of its sentence with the label lines
+    just above and below it, any run of MIN_LABEL_RUN very short or
+    figure-heavy lines, a short line repeated on MIN_RUNNING_REPEATS pages,
+    and everything after a "References" heading. Prose lines are kept as they were, so a sentence
+    a table interrupted joins up again."""
+    lines = text.split("\n")
+    # A running header or footer: the same short line on page after page
+    # (page numbers aside).
+    seen = Counter(_DIGITS.sub("#", " ".join(line.split())) for line in lines if 0 < len(line.split()) <= MAX_RUNNING_WORDS)
+    drop = [seen.get(_DIGITS.sub("#", " ".join(line.split())), 0) >= MIN_RUNNING_REPEATS for line in lines]
+    for i, line in enumerate(lines):
+        if _REFERENCES_HEADING.match(line):
+            drop[i:] = [True] * (len(lines) - i)
+            break
+        if _NUMBERED_HEADING.match(line) and len(line.split()) <= MAX_LABEL_WORDS and not _SENTENCE_DONE.search(line):
+            drop[i] = True
+        if not _CAPTION.match(line):
+            continue
+        end = i
+        while end < min(len(lines), i + MAX_CAPTION_LINES) - 1 and not _SENTENCE_DONE.search(lines[end]):
+            end += 1
+        # The figure's labels above it; a table's rows above or below it.
+        start = i
+        while start > 0 and lines[start - 1].strip() and _is_label_line(lines[start - 1]):
+            start -= 1
+        while end + 1 < len(lines) and lines[end + 1].strip() and _is_label_line(lines[end + 1]):
+            end += 1
+        drop[start : end + 1] = [True] * (end + 1 - start)
+    run: list[int] = []
+    for i, line in enumerate(lines + [""]):
+        if i < len(lines) and line.strip() and _is_label_line(line, MAX_RUN_LABEL_WORDS):
+            run.append(i)
+            continue
+        if len(run) >= MIN_LABEL_RUN:
+            for j in run:
+                drop[j] = True
+        run = []
+    return "\n".join(line for line, dropped in zip(lines, drop) if not dropped)
+
+
+def is_reference(sentence: str) -> bool:
+    """A bibliography entry ("In Proceedings of …, pages 146–160.")."""
+    return bool(_REFERENCE.search(sentence))
