@@ -217,6 +217,12 @@ def _manifest() -> list[dict[str, Any]]:
     return [json.loads(line) for line in manifest.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+# Files of which no engine reads every page (a broken font encoding): the
+# pages that read are kept, with a warning naming the others (README,
+# Decisions), so the manifest's character count is out of reach.
+PARTLY_READABLE = {"pdfjs-TAMReview.pdf"}
+
+
 @pytest.mark.skipif(not EVAL_PDFS.is_dir(), reason="shared eval PDFs not present")
 @pytest.mark.parametrize("entry", _manifest(), ids=lambda e: e["file"])
 def test_eval_pdfs(entry: dict[str, Any]) -> None:
@@ -224,7 +230,10 @@ def test_eval_pdfs(entry: dict[str, Any]) -> None:
     expect = entry["expect"]
     if expect == "text":
         doc = load_file(path)
-        assert len(doc.text) >= entry["min_chars"]
+        if entry["file"] in PARTLY_READABLE:
+            assert doc.text.strip() and doc.warnings[0].startswith("only part of the text could be read")
+        else:
+            assert len(doc.text) >= entry["min_chars"] and not doc.warnings
         assert len(doc.page_starts) == entry["pages_pdfinfo"]
         assert doc.page_starts == sorted(doc.page_starts) and doc.page_starts[0] == 0
         assert doc.title and "\n" not in doc.title and len(doc.title) <= 120

@@ -114,11 +114,17 @@ def test_a_pdf_with_a_lone_surrogate_builds(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not (EVAL_PDFS / "pdfjs-TAMReview.pdf").exists(), reason="shared eval PDFs not present")
-def test_garbled_pdfium_text_falls_back_to_pypdf() -> None:
-    # PDFium returns control characters for this file's fonts; pypdf does better.
+def test_a_pdf_with_unreadable_pages_keeps_the_pages_an_engine_reads() -> None:
+    # PDFium returns control codes for pages 2-22 of this file and pypdf glyph
+    # names (/g145/g137…) for all 23. Before: pypdf's glyph names were taken
+    # and the build refused the file as unreadable, title and abstract too.
     doc = load_file(EVAL_PDFS / "pdfjs-TAMReview.pdf")
-    assert doc.extractor == "pypdf"
-    assert not any(ord(ch) < 32 and ch not in "\n\t" for ch in doc.text)
+    assert doc.extractor == "pdfium"
+    assert not any(ord(ch) < 32 and ch not in "\n\t" for ch in doc.text) and "/g1" not in doc.text
+    assert "Overview of the Technology Acceptance Model" in doc.text and "Abstract" in doc.text
+    assert len(doc.page_starts) == 23  # every page keeps its slot: page numbers stay true
+    assert doc.text[doc.page_starts[1] : doc.page_starts[2]].strip() == ""
+    assert doc.warnings[0].startswith("only part of the text could be read: pp. 2–22 of 23")
 
 
 # --------------------------------------------------------------------------- limits in the workers

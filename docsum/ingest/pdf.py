@@ -19,12 +19,13 @@ import io
 import logging
 import re
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from docsum.errors import LoadError, one_line
 from docsum.ingest.load import PLACEHOLDER_TITLES, LoadedDocument, clip_title, first_line_title, name_title
+from docsum.ingest.textquality import garbage_reason
 
 if TYPE_CHECKING:
     import pypdf
@@ -68,12 +69,65 @@ class PdfPages:
     warnings: list[str]
     metadata_title: str | None
     garbled: float = 0.0  # share of the raw characters that were control characters or U+FFFD
+    # The same share, page by page (empty: not measured).
+    page_garbled: list[float] = field(default_factory=list)
 
 
 def _garbled_share(raw_pages: list[str]) -> float:
     visible = sum(len(_NON_SPACE.findall(page)) for page in raw_pages)
     bad = sum(len(_GARBLED.findall(page)) for page in raw_pages)
     return bad / visible if visible else 0.0
+
+
+def _pages(texts: list[str], warnings: list[str], title: str | None, raw_pages: list[str]) -> PdfPages:
+    return PdfPages(texts, warnings, title, _garbled_share(raw_pages), [_garbled_share([raw]) for raw in raw_pages])
+
+
+def _reads(pages: PdfPages, index: int) -> bool:
+    """Page `index` of `pages` holds readable text: words, not control codes,
+    glyph names or symbol soup (docsum.ingest.textquality)."""
+    if index >= len(pages.texts) or not _has_text([pages.texts[index]]):
+        return False
+    if index < len(pages.page_garbled) and pages.page_garbled[index] > _GARBLED_LIMIT:
+        return False
+    return garbage_reason(pages.texts[index]) is None
+
+
+def _page_by_page(path: Path, engines: list[PdfPages]) -> LoadedDocument | None:
+    """For a file whose fonts an engine garbles: each page from the first
+    engine that reads it. A page no engine reads keeps an empty slot (page
+    numbers stay true) and the document carries the warning "only part of
+    the text could be read", naming those pages. None when no page reads:
+    the whole text then goes to the build's garbage check, which refuses it.
+
+    pdfjs-TAMReview.pdf is the case: PDFium reads its first page (title,
+    author, abstract) and its last, and returns control codes for the rest;
+    pypdf returns glyph names (/g145/g137…) throughout."""
+    total = max(len(p.texts) for p in engines)
+    texts: list[str] = []
+    unreadable: list[int] = []
+    used: dict[int, int] = {}
+    for index in range(total):
+        reader = next((n for n, pages in enumerate(engines) if _reads(pages, index)), None)
+        if reader is None:
+            texts.append("")
+            if any(index < len(p.texts) and p.texts[index].strip() for p in engines):
+                unreadable.append(index + 1)
+            continue
+        texts.append(engines[reader].texts[index])
+        used[reader] = used.get(reader, 0) + 1
+    if not used:
+        return None
+    main = max(used, key=lambda n: used[n])
+    chosen = PdfPages(texts, list(engines[main].warnings), engines[main].metadata_title)
+    if unreadable:
+        from docsum.query.citations import page_ranges
+
+        chosen.warnings.insert(0, (
+            f"only part of the text could be read: {page_ranges(unreadable)} of {total} came out as glyph codes "
+            "or symbols (a broken font encoding) and are left empty"
+        ))
+    return _document(path, chosen, EXTRACTOR_PDFIUM if main == 0 else EXTRACTOR_PYPDF)
 
 
 def load_pdf(path: Path, data: bytes) -> LoadedDocument:
@@ -98,10 +152,15 @@ def load_pdf(path: Path, data: bytes) -> LoadedDocument:
         fallback = pypdf_pages(label, data)
     except LoadError as exc:
         if pdfium is not None and pdfium_problem == "garbled":
-            return _document(path, pdfium, EXTRACTOR_PDFIUM)  # garbled beats nothing
+            # Garbled beats nothing; its readable pages beat garbled.
+            return _page_by_page(path, [pdfium]) or _document(path, pdfium, EXTRACTOR_PDFIUM)
         if pdfium_problem == "no text":
             raise LoadError(label, "no extractable text (scanned or image-only PDF?)") from exc
         raise
+    if pdfium is not None and pdfium_problem == "garbled":
+        mixed = _page_by_page(path, [pdfium, fallback])
+        if mixed is not None:
+            return mixed
     if pdfium is not None and pdfium_problem == "garbled" and (
         not _has_text(fallback.texts) or fallback.garbled >= pdfium.garbled
     ):
@@ -220,7 +279,7 @@ def pdfium_pages(data: bytes) -> PdfPages:
             title = _usable_title(document.get_metadata_value("Title"))
         except Exception:  # noqa: BLE001 - metadata is optional; a broken Info dict must not fail the file
             title = None
-        return PdfPages(texts, warnings, title, _garbled_share(raw_pages))
+        return _pages(texts, warnings, title, raw_pages)
     finally:
         document.close()
 
@@ -306,4 +365,4 @@ def pypdf_pages(label: str, data: bytes) -> PdfPages:
             title = _usable_title(meta.title if meta is not None else None)
         except Exception:  # noqa: BLE001 - metadata is optional; a broken Info dict must not fail the file
             title = None
-    return PdfPages(texts, warnings, title, _garbled_share(raw_pages))
+    return _pages(texts, warnings, title, raw_pages)
