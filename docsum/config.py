@@ -33,23 +33,82 @@ if TYPE_CHECKING:  # the engines, the pipeline and the question code load when a
 T = TypeVar("T")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
-    """The value of every setting for one command, and where each came from."""
+    """The value of every setting for one command, typed, and where each came
+    from. One attribute per setting of docsum.settings.SETTINGS, in its order
+    and with the type its kind of value gives (`Setting.annotation`); the
+    defaults, ranges and help stay in that table alone, and
+    tests/test_settings_types.py fails if the two ever disagree."""
 
-    values: dict[str, Any] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)
+    store: str | None
+    index: str | None
+    llm: str
+    model: str
+    embed_model: str | None
+    base_url: str | None
+    api_key: str | None = field(repr=False)  # a secret: never in a repr, a log or a traceback
+    context_window: int | None
+    max_output_tokens: int
+    concurrency: int
+    timeout: float
+    max_retries: int
+    json: bool
+    quiet: bool
+    verbose: bool
+    no_color: bool
+    dry_run: bool
+    no_prune: bool
+    wait: float
+    summary_query: str | None
+    summary_prompt: Path | None
+    summary_language: str | None
+    chunk_size: int
+    chunk_overlap: int
+    follow_symlinks: bool
+    exclude: list[str]
+    prune_empty: bool
+    jobs: int | None
+    parse_timeout: float
+    parse_memory: int
+    build_max_calls: int | None
+    questions: str | None
+    max_calls: int
+    mode: str
+    retriever: str | None
+    eval_retrievers: list[str] | None
+    top_k: int
+    choice_batch_size: int
+    candidates: int
+    min_score: float | None
+    cutoff: float | None
+    rerank: int | None
+    compress: bool
+    reorder: bool
+    structured_filter: bool
+    polish: bool
+    emotion: str | None
+    template: Path | None
+    refine_template: Path | None
+    var: list[tuple[str, str]]
+    stream: bool | None
+    explain: bool
+    baseline: str | None
+    answers: bool
+    details: bool
+    unanswerable: bool
+    max_questions: int | None
+    sources: Mapping[str, str] = field(default_factory=dict)
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.values[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every setting's value by name."""
+        return {setting.name: getattr(self, setting.name) for setting in SETTINGS}
 
     @property
     def limits(self) -> Limits:
         """How much runs at once, from --concurrency (see docsum.settings.Limits)."""
-        return Limits.of(self.values["concurrency"])
+        return Limits.of(self.concurrency)
 
     def given(self, name: str) -> bool:
         """Whether the command line set `name`."""
@@ -59,7 +118,7 @@ class Settings:
         """Every value that must never be printed (see credential_secrets)."""
         # (A password in a postgresql:// store is added by the CLI, from the
         # store location it resolves: see docsum.store.base.location_secrets.)
-        return credential_secrets(self.values.get("api_key"), self.values.get("base_url"))
+        return credential_secrets(self.api_key, self.base_url)
 
     def describe(self) -> list[dict[str, Any]]:
         """Every setting a config file may hold, with its effective value and
@@ -68,7 +127,7 @@ class Settings:
         for setting in SETTINGS:
             if not setting.in_file:
                 continue
-            value = self.values.get(setting.name)
+            value = getattr(self, setting.name)
             if setting.secret and value:
                 value = "(set)"
             elif setting.show is not None:
@@ -98,13 +157,13 @@ def load_settings(flags: dict[str, Any] | None = None, environ: dict[str, str] |
     env = os.environ if environ is None else environ
     path = config_file_path()
     file_values = _read_config_file(path)
-    settings = Settings()
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for setting in SETTINGS:
-        value, source = _value_of(setting, given, env, file_values, path)
-        settings.values[setting.name] = value
-        settings.sources[setting.name] = source
-    if settings.values["chunk_overlap"] >= settings.values["chunk_size"]:
-        where = " and ".join(sorted({settings.sources["chunk_overlap"], settings.sources["chunk_size"]}))
+        values[setting.name], sources[setting.name] = _value_of(setting, given, env, file_values, path)
+    settings = Settings(**values, sources=sources)
+    if settings.chunk_overlap >= settings.chunk_size:
+        where = " and ".join(sorted({sources["chunk_overlap"], sources["chunk_size"]}))
         raise ConfigError(
             f"chunk overlap ({settings.chunk_overlap}) must be smaller than chunk size ({settings.chunk_size}) (from {where})"
         )
@@ -350,5 +409,5 @@ def _record(record: type[T], settings: Settings, **derived: Any) -> T:
     setting's value, unless the caller derived it (`derived`)."""
     import dataclasses
 
-    values = {f.name: settings.values[f.name] for f in dataclasses.fields(record) if f.name in SETTING_BY_NAME}  # type: ignore[arg-type]
+    values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(record) if f.name in SETTING_BY_NAME}  # type: ignore[arg-type]
     return record(**{**values, **derived})

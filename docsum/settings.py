@@ -46,6 +46,9 @@ class Kind:
     switch: bool = False  # an on/off flag that takes no value
     toggle: bool = False  # --name/--no-name, unset by default
     repeated: bool = False  # the flag may be given many times; the value is a list
+    # The Python type of a value, as written in docsum.config.Settings
+    # (tests/test_settings_types.py holds each attribute to it).
+    value_type: str = "str"
 
 
 def _from_text(convert: Callable[[str], Any], what: str, check: Callable[[Any], Any]) -> Callable[[str], Any]:
@@ -70,7 +73,7 @@ def whole(low: int, high: int | None = None) -> Kind:
             raise ValueError(f"{value} is out of range (allowed: {allowed})")
         return value
 
-    return Kind("INTEGER", _from_text(int, "whole number", check), check)
+    return Kind("INTEGER", _from_text(int, "whole number", check), check, value_type="int")
 
 
 def number(low: float, high: float, *, above_low: bool = False, unit: str = "number") -> Kind:
@@ -87,7 +90,7 @@ def number(low: float, high: float, *, above_low: bool = False, unit: str = "num
             raise ValueError(f"{value:g} is out of range (allowed: {allowed})")
         return value
 
-    return Kind("FLOAT", _from_text(float, unit, check), check)
+    return Kind("FLOAT", _from_text(float, unit, check), check, value_type="float")
 
 
 def choice(*allowed: str) -> Kind:
@@ -114,7 +117,7 @@ def path(metavar: str = "PATH") -> Kind:
             raise ValueError(f"{value!r} is not a file name")
         return Path(value).expanduser()
 
-    return Kind(metavar, check, check)
+    return Kind(metavar, check, check, value_type="Path")
 
 
 def _http_url(value: Any) -> str:
@@ -143,8 +146,8 @@ def _switch_check(value: Any) -> bool:
     return value
 
 
-SWITCH = Kind("", _switch_check, _switch_check, switch=True)
-TOGGLE = Kind("", _switch_check, _switch_check, toggle=True)
+SWITCH = Kind("", _switch_check, _switch_check, switch=True, value_type="bool")
+TOGGLE = Kind("", _switch_check, _switch_check, toggle=True, value_type="bool")
 
 
 def _name_value(value: Any) -> tuple[str, str]:
@@ -165,10 +168,10 @@ def repeated(item: Kind) -> Kind:
     def parse(text: str) -> list[Any]:
         return [item.parse(text)]
 
-    return Kind(item.metavar, parse, check, repeated=True)
+    return Kind(item.metavar, parse, check, repeated=True, value_type=f"list[{item.value_type}]")
 
 
-NAME_VALUE = Kind("NAME=VALUE", _name_value, _name_value)
+NAME_VALUE = Kind("NAME=VALUE", _name_value, _name_value, value_type="tuple[str, str]")
 
 
 def _retriever_list_check(values: Any) -> list[str]:
@@ -198,7 +201,7 @@ EMOTION = Kind("STIMULUS", _emotion, _emotion)
 
 
 # "fused,bm25" or "all": several retrievers compared by `docsum eval`.
-RETRIEVER_LIST = Kind("NAMES", _retriever_list, _retriever_list_check)
+RETRIEVER_LIST = Kind("NAMES", _retriever_list, _retriever_list_check, value_type="list[str]")
 
 
 def _index_name(value: Any) -> str:
@@ -249,6 +252,12 @@ class Setting:
         if self.default is None or self.kind.switch or self.default == []:
             return self.help
         return f"{self.help} [default: {self.default}]"
+
+    @property
+    def annotation(self) -> str:
+        """The type of the value, as docsum.config.Settings declares it: None
+        stands for "not set" when there is no default."""
+        return self.kind.value_type if self.default is not None else f"{self.kind.value_type} | None"
 
     def check(self, value: Any) -> Any:
         """`value` if it is allowed (None is "not set"), else ValueError."""
