@@ -141,3 +141,16 @@ def test_same_file_name_in_two_folders_is_told_apart(tmp_path: Path, monkeypatch
     assert sorted((d["path"], d["root"]) for d in json.loads(out)) == [
         ("notes.txt", str(tmp_path / "north")), ("notes.txt", str(tmp_path / "south"))
     ]
+
+
+def test_the_library_numbers_passages_when_asked() -> None:
+    """get_response_synthesizer(..., numbered_passages=True), as the README
+    says; an unknown keyword is a TypeError naming it."""
+    from docsum.query.synthesizers import get_response_synthesizer
+
+    passages = [NodeWithScore(Node("The ferry crosses hourly.", "d1", "ferry.txt", pages=(3,)))]
+    numbered = get_response_synthesizer("context_only", numbered_passages=True).synthesize("q", passages)
+    assert numbered.response == "[1] (source: ferry.txt, p. 3)\nThe ferry crosses hourly."
+    assert get_response_synthesizer("context_only").synthesize("q", passages).response == "The ferry crosses hourly."
+    with pytest.raises(TypeError, match="numbered_pasages"):
+        get_response_synthesizer("context_only", numbered_pasages=True)

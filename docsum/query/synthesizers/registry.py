@@ -18,9 +18,8 @@ from typing import Any
 
 from docsum.errors import ConfigError
 from docsum.models.llm import LLM
-from docsum.models.prompts import PromptTemplate
 from docsum.query.synthesizers.accumulate import Accumulate, CompactAndAccumulate
-from docsum.query.synthesizers.base import AnswerOptions, BaseSynthesizer, LLMSynthesizer, ProgressFn
+from docsum.query.synthesizers.base import ANSWER_OPTIONS, AnswerOptions, BaseSynthesizer, LLMSynthesizer, ProgressFn
 from docsum.query.synthesizers.compact import CompactAndRefine
 from docsum.query.synthesizers.no_text import ContextOnly, NoText
 from docsum.query.synthesizers.refine import Refine
@@ -131,18 +130,27 @@ def _load_custom(spec: str) -> type[BaseSynthesizer]:
 def get_response_synthesizer(
     response_mode: ResponseMode | str = ResponseMode.COMPACT,
     llm: LLM | None = None,
-    text_qa_template: PromptTemplate | None = None,
-    refine_template: PromptTemplate | None = None,
-    summary_template: PromptTemplate | None = None,
-    structured_answer_filtering: bool = False,
+    *,
     streaming: bool = False,
     verbose: bool = False,
     progress: ProgressFn | None = None,
+    numbered_passages: bool = False,
+    **answer_options: Any,
 ) -> BaseSynthesizer:
-    """The synthesizer of a mode, for use from Python. Templates a mode does
-    not use are accepted and left unused (pass all three freely);
-    structured answer filtering where it cannot apply is refused."""
+    """The synthesizer of a mode, for use from Python. `answer_options` are
+    the fields of `AnswerOptions` (text_qa_template, refine_template,
+    summary_template, structured_answer_filtering), the keywords the built-in
+    constructors take. Templates a mode does not use are accepted and left
+    unused (pass all three freely); structured answer filtering where it
+    cannot apply is refused. `numbered_passages` labels each passage `[n]
+    (source: ...)` for citation, as `docsum ask` does."""
+    try:
+        options = AnswerOptions(**answer_options)
+    except TypeError:
+        unknown = sorted(set(answer_options) - set(ANSWER_OPTIONS))
+        raise TypeError(f"get_response_synthesizer() got unexpected keyword(s) {', '.join(unknown)}") from None
     mode = resolve_mode(response_mode)
-    mode.refuse_untaken(structured_filter=structured_answer_filtering)
-    options = AnswerOptions(text_qa_template, refine_template, summary_template, structured_answer_filtering)
-    return mode.create(llm, options, streaming=streaming, verbose=verbose, progress=progress)
+    mode.refuse_untaken(structured_filter=options.structured_answer_filtering)
+    synth = mode.create(llm, options, streaming=streaming, verbose=verbose, progress=progress)
+    synth.numbered_passages = numbered_passages
+    return synth
