@@ -14,7 +14,7 @@ from .common import Common, run_async, with_common
 
 # Imported when eval runs: every other command registers eval, none needs it.
 if TYPE_CHECKING:
-    from docsum.query.evaluate import EvalReport
+    from docsum.query.evalreport import EvalReport
 
 
 @with_common(EVAL)
@@ -90,29 +90,33 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str |
         if system == "summary" and len(report.summary) > 1:
             continue  # the same figures appear under the retriever's name
         for kind, m in kinds.items():
-            table.add_row(system, kind, str(m["n"]), f"{m['recall']:.3f}", f"{m['precision']:.3f}", f"{m['mrr']:.3f}", f"{m['all_found']:.3f}")
+            table.add_row(system, kind, str(m.n), f"{m.recall:.3f}", f"{m.precision:.3f}", f"{m.mrr:.3f}", f"{m.all_found:.3f}")
     console.print(table)
     if report.answers:
         a = report.answers
-        acc = "-" if a["accuracy"] is None else f"{a['accuracy']:.3f}"
-        console.print(f"answers ({a['mode']} mode, graded by {a['grader']}): accuracy {acc} over {a['graded']} question(s); by kind {a['by_kind']}")
+        acc = "-" if a.accuracy is None else f"{a.accuracy:.3f}"
+        console.print(f"answers ({a.mode} mode, graded by {a.grader}): accuracy {acc} over {a.graded} question(s); by kind {dict(a.by_kind)}")
     if report.abstention:
-        ab = Table(title=f"answer / abstain ({report.abstention['mode']} mode): normal runs should answer, hidden-gold runs abstain")
+        ab = Table(title=f"answer / abstain ({report.abstention.mode} mode): normal runs should answer, hidden-gold runs abstain")
         for column in ("kind", "n", "answer rate", "abstention rate"):
             ab.add_column(column, justify="left" if column == "kind" else "right")
-        for kind, m in report.abstention["by_kind"].items():
-            ab.add_row(kind, str(m["n"]), f"{m['answer_rate']:.3f}", f"{m['abstention_rate']:.3f}")
+        for kind, rates in report.abstention.by_kind.items():
+            ab.add_row(kind, str(rates.n), _rate(rates.answer_rate), _rate(rates.abstention_rate))
         console.print(ab)
     if details:
         rows = Table(title="questions")
         for column in ("id", "kind", "recall", "retrieved", "gold"):
             rows.add_column(column)
         for row in report.details:
-            rows.add_row(row["id"], row["kind"], f"{row['summary']['recall']:.2f}", ", ".join(row["retrieved"]), ", ".join(row["gold"]))
+            rows.add_row(row.id, row.kind, f"{row.metrics['summary'].recall:.2f}", ", ".join(row.retrieved), ", ".join(row.gold))
         console.print(rows)
-    usage = report.as_dict()["usage"]
-    cost = estimated_cost(model, usage["prompt_tokens"], usage["completion_tokens"])
+    usage = report.usage
+    cost = estimated_cost(model, usage.prompt_tokens, usage.completion_tokens)
     env.info(
-        f"docsum: {usage['llm_calls']} LLM calls, {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, "
+        f"docsum: {usage.llm_calls} LLM calls, {usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, "
         f"cost {'unknown' if cost is None else f'${cost:.4f}'}, {report.elapsed_s:.1f}s"
     )
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

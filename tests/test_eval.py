@@ -60,11 +60,11 @@ def corpus(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def test_metrics_by_hand() -> None:
     ranking = ["a", "b", "c", "d"]
-    m = retrieval_metrics(ranking, {"b", "d"}, k=3)
+    m = retrieval_metrics(ranking, {"b", "d"}, k=3).as_dict()
     assert m == {"recall": 0.5, "precision": pytest.approx(1 / 3), "mrr": 0.5, "all_found": 0.0}
-    m = retrieval_metrics(ranking, {"a"}, k=1)
+    m = retrieval_metrics(ranking, {"a"}, k=1).as_dict()
     assert m == {"recall": 1.0, "precision": 1.0, "mrr": 1.0, "all_found": 1.0}
-    assert retrieval_metrics([], {"a"}, k=3)["recall"] == 0.0
+    assert retrieval_metrics([], {"a"}, k=3).recall == 0.0
 
 
 def test_documents_are_ranked_by_their_best_node() -> None:

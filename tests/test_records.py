@@ -54,3 +54,34 @@ def test_an_answer_carries_typed_records_and_json_is_their_edge(offline_sample_s
     assert printed.code == 0, printed
     edge = json.loads(json.dumps(result.as_dict()))
     assert {k: v for k, v in printed.json().items() if k != "usage"} == {k: v for k, v in edge.items() if k != "usage"}
+
+
+def test_an_evaluation_is_typed_records_and_json_is_their_edge(offline_sample_store: Path) -> None:
+    from docsum.query.evalreport import (
+        AbstentionOutcome, AbstentionRates, AnswerGrade, AnswerSummary, EvalReport, KindMetrics, Metrics, QuestionRow,
+    )
+    from docsum.query.evaluate import evaluate, load_questions
+
+    questions_file = Path(__file__).resolve().parents[1] / "sample_data" / "QUESTIONS.jsonl"
+    questions = load_questions(questions_file)[:2]
+    options = AskOptions(retriever="fused")
+    report = asyncio.run(evaluate(
+        offline_sample_store, ExtractiveLLM(), questions, retriever="fused", also=["bm25"], baseline="chunks",
+        answers=options, unanswerable=options,
+    ))
+    assert isinstance(report, EvalReport)
+    _frozen_records([report], EvalReport)
+    _frozen_records(list(report.details), QuestionRow)
+    _frozen_records([m for kinds in report.summary.values() for m in kinds.values()], KindMetrics)
+    _frozen_records([m for row in report.details for m in row.metrics.values()], Metrics)
+    _frozen_records([row.answer for row in report.details], AnswerGrade)  # type: ignore[misc]
+    _frozen_records([row.abstention for row in report.details], AbstentionOutcome)  # type: ignore[misc]
+    assert isinstance(report.answers, AnswerSummary) and isinstance(report.abstention, AbstentionRates)
+    assert set(report.details[0].metrics) == {"fused", "summary", "bm25", "chunks"}
+    printed = run_cli(
+        "eval", questions_file, "--store", offline_sample_store, "--max-questions", "2", "--retriever", "fused,bm25",
+        "--baseline", "chunks", "--answers", "--unanswerable", "--details", "--json",
+    )
+    assert printed.code == 0, printed
+    edge = json.loads(json.dumps(report.as_dict(details=True)))
+    assert {k: v for k, v in printed.json().items() if k != "elapsed_s"} == {k: v for k, v in edge.items() if k != "elapsed_s"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -25,16 +25,28 @@ from docsum.models.localembed import LOCAL_EMBED_MODEL
 from docsum.models.prompts import JUDGE_PROMPT
 from docsum.query.ask import ask
 from docsum.query.corpus import StoreCorpus
+from docsum.query.evalreport import (
+    AbstentionOutcome,
+    AbstentionRates,
+    AnswerGrade,
+    AnswerSummary,
+    AskOutcome,
+    EvalReport,
+    KindMetrics,
+    KindRates,
+    Metrics,
+    QuestionRow,
+    aggregate,
+)
 from docsum.query.evidence import DocumentEvidence
 from docsum.query.options import AskOptions
 from docsum.query.retrieve import retrieve
-from docsum.schema import CallRecord, Usage
 from docsum.settings import DEFAULT_LIMITS, RETRIEVERS, Limits, check, default
 from docsum.store.base import DocumentStore, StoreLocation, display_location, open_store, store_exists
 from docsum.store.records import DocumentRecord
 
 
-@dataclass
+@dataclass(frozen=True)
 class EvalQuestion:
     id: str
     question: str
@@ -85,28 +97,19 @@ def _question_from(row: Any, number: int) -> EvalQuestion:
     return EvalQuestion(str(ident), question, list(gold), None if answer is None else str(answer), kind)
 
 
-def retrieval_metrics(ranked: list[str], gold: set[str], k: int) -> dict[str, float]:
+def retrieval_metrics(ranked: list[str], gold: set[str], k: int) -> Metrics:
     """recall@k, precision@k, reciprocal rank within the top k, and all-found
     for one question."""
     top = ranked[:k]
     hits = len(gold & set(top))
     # MRR@k: a gold document ranked below k counts as not found, like recall@k.
     rr = next((1.0 / (i + 1) for i, d in enumerate(top) if d in gold), 0.0)
-    return {
-        "recall": hits / len(gold) if gold else 0.0,
-        "precision": hits / len(top) if top else 0.0,
-        "mrr": rr,
-        "all_found": 1.0 if gold and gold <= set(top) else 0.0,
-    }
-
-
-def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
-    if not rows:
-        return {"recall": 0.0, "precision": 0.0, "mrr": 0.0, "all_found": 0.0, "n": 0}
-    keys = ("recall", "precision", "mrr", "all_found")
-    out: dict[str, float] = {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in keys}
-    out["n"] = len(rows)
-    return out
+    return Metrics(
+        recall=hits / len(gold) if gold else 0.0,
+        precision=hits / len(top) if top else 0.0,
+        mrr=rr,
+        all_found=1.0 if gold and gold <= set(top) else 0.0,
+    )
 
 
 class _Resolver:
@@ -124,34 +127,6 @@ class _Resolver:
 
     def __call__(self, gold: str) -> str | None:
         return self.by_path.get(gold) or self.by_name.get(Path(gold).name) or self.by_stem.get(Path(gold).stem)
-
-
-@dataclass
-class EvalReport:
-    retriever: str
-    top_k: int
-    summary: dict[str, dict[str, float]] = field(default_factory=dict)  # system -> kind ("all", "single", ...) -> metrics
-    details: list[dict[str, Any]] = field(default_factory=list)
-    answers: dict[str, Any] | None = None
-    abstention: dict[str, Any] | None = None
-    calls: list[CallRecord] = field(default_factory=list)
-    unresolved: list[str] = field(default_factory=list)
-    elapsed_s: float = 0.0
-
-    def as_dict(self, details: bool = False) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "retriever": self.retriever,
-            "top_k": self.top_k,
-            "metrics": self.summary,
-            "answers": self.answers,
-            "abstention": self.abstention,
-            "usage": Usage.of(self.calls).as_dict(),
-            "unresolved_gold_docs": self.unresolved,
-            "elapsed_s": round(self.elapsed_s, 3),
-        }
-        if details:
-            out["questions"] = self.details
-        return out
 
 
 async def chunk_baseline_scores(
@@ -213,7 +188,13 @@ async def evaluate(
     if not store_exists(store_path):
         where = display_location(store_path)
         raise ConfigError(f"no store at {where}; run `docsum build` on the question set's folder first")
-    report = EvalReport(retriever, top_k)
+    if baseline not in (None, "chunks"):
+        raise ConfigError(f"unknown baseline {baseline!r}; the one baseline is 'chunks'")
+    try:
+        names = check("eval_retrievers", [retriever, *also], "retriever")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    unresolved: list[str] = []
     with open_store(store_path, create=False, readonly=True) as store, track_calls() as calls:
         docs = store.list_documents(with_embeddings=True)
         if not docs:
@@ -226,15 +207,11 @@ async def evaluate(
             for g in q.gold_docs:
                 doc_id = resolve(g)
                 if doc_id is None:
-                    report.unresolved.append(g)
+                    unresolved.append(g)
                 else:
                     ids.add(doc_id)
             gold_sets.append(ids)
 
-        try:
-            names = check("eval_retrievers", [retriever, *also], "retriever")
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
         # One corpus for every question and retriever: the vectors and the
         # BM25 evidence are read (or built) once.
         corpus = StoreCorpus(store, None)
@@ -242,67 +219,79 @@ async def evaluate(
         done = 0
         gate = asyncio.Semaphore(limits.questions)
 
-        async def one(i: int, q: EvalQuestion, name: str) -> tuple[dict[str, float], list[str]]:
+        async def one(i: int, q: EvalQuestion, name: str) -> tuple[Metrics, list[str]]:
             nonlocal done
             async with gate:
                 found = await retrieve(name, llm, q.question, corpus, top_k=top_k, batch_size=batch_size, candidates=candidates)
             chosen = [c.doc_id for c in found.chosen]
             rest = [c.doc_id for c in found.candidates if c.doc_id not in chosen and c.score is not None and c.score > 0]
-            metrics = retrieval_metrics(chosen + rest, gold_sets[i], top_k)
-            metrics["recall"] = retrieval_metrics(chosen, gold_sets[i], top_k)["recall"]
+            metrics = dataclasses.replace(
+                retrieval_metrics(chosen + rest, gold_sets[i], top_k), recall=retrieval_metrics(chosen, gold_sets[i], top_k).recall
+            )
             done += 1
             if progress:
                 progress(done, len(questions) * len(names))
             return metrics, chosen
 
-        rows: list[dict[str, Any]] = [
-            {"id": q.id, "kind": q.kind, "gold": sorted(path_of[g] for g in gold_sets[i])} for i, q in enumerate(questions)
-        ]
+        # Per question: each system's metrics ("summary" beside the first
+        # retriever's name), what it retrieved, what the chunks did.
+        per_question: list[dict[str, Metrics]] = [{} for _ in questions]
+        retrieved: list[tuple[str, ...]] = [() for _ in questions]
         for name in names:
             results = await asyncio.gather(*(one(i, q, name) for i, q in enumerate(questions)))
-            for row, (metrics, chosen) in zip(rows, results):
-                row[name] = metrics
+            for i, (metrics, chosen) in enumerate(results):
+                per_question[i][name] = metrics
                 if name == retriever:
-                    row["summary"] = metrics
-                    row["retrieved"] = [path_of[d] for d in chosen]
+                    per_question[i]["summary"] = metrics
+                    retrieved[i] = tuple(path_of[d] for d in chosen)
+        chunks_retrieved: list[tuple[str, ...] | None] = [None for _ in questions]
         if baseline == "chunks":
             owners, scores = await chunk_baseline_scores(llm, store, docs, [q.question for q in questions], corpus.bm25_evidence())
-            for i, row in enumerate(rows):
+            for i in range(len(questions)):
                 ranked = rank_documents_by_nodes(owners, scores[i]) if scores.size else []
-                row["chunks_retrieved"] = [path_of[d] for d in ranked[:top_k]]
-                row["chunks"] = retrieval_metrics(ranked, gold_sets[i], top_k)
-        elif baseline is not None:
-            raise ConfigError(f"unknown baseline {baseline!r}; the one baseline is 'chunks'")
+                chunks_retrieved[i] = tuple(path_of[d] for d in ranked[:top_k])
+                per_question[i]["chunks"] = retrieval_metrics(ranked, gold_sets[i], top_k)
 
+        grades: list[AnswerGrade | None] = [None for _ in questions]
+        answer_summary = None
         if answers is not None:
-            report.answers = await _score_answers(store_path, llm, questions, rows, answers)
+            grades, answer_summary = await _score_answers(store_path, llm, questions, answers)  # type: ignore[assignment]
+        outcomes: list[AbstentionOutcome | None] = [None for _ in questions]
+        abstention = None
         if unanswerable is not None:
-            report.abstention = await _abstention_rates(store_path, llm, gold_sets, questions, rows, unanswerable, limits)
-        report.details = list(rows)
-        report.calls = list(calls)
+            outcomes, abstention = await _abstention_rates(store_path, llm, gold_sets, questions, unanswerable, limits)  # type: ignore[assignment]
+        made = tuple(calls)
 
+    rows = tuple(
+        QuestionRow(
+            q.id, q.kind, tuple(sorted(path_of[g] for g in gold_sets[i])), per_question[i], retrieved[i],
+            chunks_retrieved[i], grades[i], outcomes[i],
+        )
+        for i, q in enumerate(questions)
+    )
     systems = ["summary", *names] + (["chunks"] if baseline == "chunks" else [])
+    summary: dict[str, dict[str, KindMetrics]] = {}
     for system in systems:
-        per_kind: dict[str, list[dict[str, float]]] = {"all": []}
+        per_kind: dict[str, list[Metrics]] = {"all": []}
         for row in rows:
-            per_kind["all"].append(row[system])
-            per_kind.setdefault(row["kind"], []).append(row[system])
-        report.summary[system] = {kind: aggregate(items) for kind, items in per_kind.items()}  # type: ignore[assignment]
-    report.elapsed_s = time.monotonic() - started
-    return report
+            per_kind["all"].append(row.metrics[system])
+            per_kind.setdefault(row.kind, []).append(row.metrics[system])
+        summary[system] = {kind: aggregate(items) for kind, items in per_kind.items()}
+    return EvalReport(
+        retriever, top_k, summary, rows, answer_summary, abstention, made, tuple(unresolved), time.monotonic() - started,
+    )
 
 
 async def _score_answers(
-    store_path: StoreLocation, llm: LLM, questions: list[EvalQuestion], rows: list[dict[str, Any]], options: AskOptions
-) -> dict[str, Any]:
+    store_path: StoreLocation, llm: LLM, questions: list[EvalQuestion], options: AskOptions
+) -> tuple[list[AnswerGrade], AnswerSummary]:
     """Ask every question in full and grade the answer: an LLM judge when a
     model is configured, token overlap with the reference otherwise."""
     use_judge = not llm.metadata.extractive
 
-    async def one(q: EvalQuestion, row: dict[str, Any]) -> None:
+    async def one(q: EvalQuestion) -> AnswerGrade:
         if not q.answer:
-            row["answer"] = {"skipped": "no reference answer"}
-            return
+            return AnswerGrade(skipped="no reference answer")
         result = await ask(store_path, llm, q.question, options)
         answer = result.answer
         if use_judge:
@@ -310,32 +299,31 @@ async def _score_answers(
             correct, reason = _parse_verdict(verdict)
         else:
             correct, reason = judge_by_overlap(answer, q.answer)
-        row["answer"] = {"text": answer, "status": result.status.value, "correct": correct, "reason": reason}
+        return AnswerGrade(answer, result.status.value, bool(correct), reason)
 
-    await asyncio.gather(*(one(q, r) for q, r in zip(questions, rows)))
-    graded = [r["answer"] for r in rows if "correct" in r.get("answer", {})]
+    grades = list(await asyncio.gather(*(one(q) for q in questions)))
+    graded = [g for g in grades if not g.skipped]
     by_kind: dict[str, list[bool]] = {}
-    for r in rows:
-        if "correct" in r.get("answer", {}):
-            by_kind.setdefault(r["kind"], []).append(bool(r["answer"]["correct"]))
-    return {
-        "grader": "llm-judge" if use_judge else "token-overlap",
-        "mode": options.label,
-        "graded": len(graded),
-        "accuracy": round(sum(1 for g in graded if g["correct"]) / len(graded), 4) if graded else None,
-        "by_kind": {k: round(sum(v) / len(v), 4) for k, v in by_kind.items()},
-    }
+    for q, grade in zip(questions, grades):
+        if not grade.skipped:
+            by_kind.setdefault(q.kind, []).append(grade.correct)
+    return grades, AnswerSummary(
+        grader="llm-judge" if use_judge else "token-overlap",
+        mode=options.label,
+        graded=len(graded),
+        accuracy=round(sum(1 for g in graded if g.correct) / len(graded), 4) if graded else None,
+        by_kind={k: round(sum(v) / len(v), 4) for k, v in by_kind.items()},
+    )
 
 
 async def _abstention_rates(
-    store_path: Path,
+    store_path: StoreLocation,
     llm: LLM,
     gold_sets: list[set[str]],
     questions: list[EvalQuestion],
-    rows: list[dict[str, Any]],
     options: AskOptions,
     limits: Limits,
-) -> dict[str, Any]:
+) -> tuple[list[AbstentionOutcome], AbstentionRates]:
     """Ask every question twice: as usual (an answer is expected) and with its
     gold documents hidden from retrieval (an abstention is expected). The
     answer rate counts normal runs that answered (status ok), the abstention
@@ -343,33 +331,30 @@ async def _abstention_rates(
     right is --answers' business, not this."""
     gate = asyncio.Semaphore(limits.questions)
 
-    async def one(i: int, q: EvalQuestion, row: dict[str, Any]) -> None:
-        outcome: dict[str, Any] = {}
-        for label, hidden in (("normal", frozenset()), ("hidden_gold", frozenset(gold_sets[i]))):
-            async with gate:
-                result = await ask(store_path, llm, q.question, dataclasses.replace(options, hidden_doc_ids=hidden))
-            outcome[label] = {"status": result.status.value, "abstained": result.abstained, "reason": result.reason}
-        row["abstention"] = outcome
+    async def run(q: EvalQuestion, hidden: frozenset[str]) -> AskOutcome:
+        async with gate:
+            result = await ask(store_path, llm, q.question, dataclasses.replace(options, hidden_doc_ids=hidden))
+        return AskOutcome(result.status.value, result.abstained, result.reason)
 
-    await asyncio.gather(*(one(i, q, r) for i, (q, r) in enumerate(zip(questions, rows))))
-    kinds: dict[str, list[dict[str, Any]]] = {"all": []}
-    for row in rows:
-        kinds["all"].append(row["abstention"])
-        kinds.setdefault(row["kind"], []).append(row["abstention"])
+    async def one(i: int, q: EvalQuestion) -> AbstentionOutcome:
+        return AbstentionOutcome(await run(q, frozenset()), await run(q, frozenset(gold_sets[i])))
 
-    def rate(items: list[dict[str, Any]], label: str, want_answer: bool) -> float | None:
+    outcomes = list(await asyncio.gather(*(one(i, q) for i, q in enumerate(questions))))
+    kinds: dict[str, list[AbstentionOutcome]] = {"all": []}
+    for q, outcome in zip(questions, outcomes):
+        kinds["all"].append(outcome)
+        kinds.setdefault(q.kind, []).append(outcome)
+
+    def rate(items: list[AbstentionOutcome], hidden: bool, want_answer: bool) -> float | None:
         if not items:
             return None
-        hits = sum(1 for o in items if (o[label]["status"] == "ok") == want_answer)
+        hits = sum(1 for o in items if ((o.hidden_gold if hidden else o.normal).status == "ok") == want_answer)
         return round(hits / len(items), 4)
 
-    return {
-        "mode": options.label,
-        "by_kind": {
-            kind: {"n": len(items), "answer_rate": rate(items, "normal", True), "abstention_rate": rate(items, "hidden_gold", False)}
-            for kind, items in kinds.items()
-        },
-    }
+    return outcomes, AbstentionRates(
+        mode=options.label,
+        by_kind={kind: KindRates(len(items), rate(items, False, True), rate(items, True, False)) for kind, items in kinds.items()},
+    )
 
 
 def _parse_verdict(text: str) -> tuple[bool, str]:

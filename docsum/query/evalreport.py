@@ -1,0 +1,173 @@
+"""What `docsum eval` returns: frozen records, turned into the documented
+JSON only by `as_dict` (the `--json` edge)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from docsum.schema import CallRecord, Usage
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Retrieval quality of one question's ranking within the top k."""
+
+    recall: float
+    precision: float
+    mrr: float
+    all_found: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"recall": self.recall, "precision": self.precision, "mrr": self.mrr, "all_found": self.all_found}
+
+
+@dataclass(frozen=True)
+class KindMetrics(Metrics):
+    """The same averaged over `n` questions (of one kind, or all)."""
+
+    n: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return super().as_dict() | {"n": self.n}
+
+
+def aggregate(rows: list[Metrics]) -> KindMetrics:
+    if not rows:
+        return KindMetrics(0.0, 0.0, 0.0, 0.0, 0)
+
+    def mean(values: list[float]) -> float:
+        return round(sum(values) / len(rows), 4)
+
+    return KindMetrics(
+        mean([r.recall for r in rows]), mean([r.precision for r in rows]), mean([r.mrr for r in rows]),
+        mean([r.all_found for r in rows]), len(rows),
+    )
+
+
+@dataclass(frozen=True)
+class AnswerGrade:
+    """One question's answer and its grade, or why it was not graded."""
+
+    text: str = ""
+    status: str = ""
+    correct: bool = False
+    reason: str = ""
+    skipped: str = ""  # set: not answered (no reference answer), the rest unset
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.skipped:
+            return {"skipped": self.skipped}
+        return {"text": self.text, "status": self.status, "correct": self.correct, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class AnswerSummary:
+    grader: str  # "llm-judge" or "token-overlap"
+    mode: str
+    graded: int
+    accuracy: float | None
+    by_kind: Mapping[str, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"grader": self.grader, "mode": self.mode, "graded": self.graded, "accuracy": self.accuracy, "by_kind": dict(self.by_kind)}
+
+
+@dataclass(frozen=True)
+class AskOutcome:
+    """How one run of a question ended (status ok means it answered)."""
+
+    status: str
+    abstained: bool
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "abstained": self.abstained, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class AbstentionOutcome:
+    """A question asked as usual and with its gold documents hidden."""
+
+    normal: AskOutcome
+    hidden_gold: AskOutcome
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"normal": self.normal.as_dict(), "hidden_gold": self.hidden_gold.as_dict()}
+
+
+@dataclass(frozen=True)
+class KindRates:
+    n: int
+    answer_rate: float | None
+    abstention_rate: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "answer_rate": self.answer_rate, "abstention_rate": self.abstention_rate}
+
+
+@dataclass(frozen=True)
+class AbstentionRates:
+    mode: str
+    by_kind: Mapping[str, KindRates]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "by_kind": {kind: rates.as_dict() for kind, rates in self.by_kind.items()}}
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    """One question's figures: per system ("summary", each retriever, "chunks")."""
+
+    id: str
+    kind: str
+    gold: tuple[str, ...]
+    metrics: Mapping[str, Metrics]
+    retrieved: tuple[str, ...]
+    chunks_retrieved: tuple[str, ...] | None = None
+    answer: AnswerGrade | None = None
+    abstention: AbstentionOutcome | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "gold": list(self.gold)}
+        out |= {system: m.as_dict() for system, m in self.metrics.items()}
+        out["retrieved"] = list(self.retrieved)
+        if self.chunks_retrieved is not None:
+            out["chunks_retrieved"] = list(self.chunks_retrieved)
+        if self.answer is not None:
+            out["answer"] = self.answer.as_dict()
+        if self.abstention is not None:
+            out["abstention"] = self.abstention.as_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    retriever: str
+    top_k: int
+    summary: Mapping[str, Mapping[str, KindMetrics]]  # system -> kind ("all", "single", ...) -> metrics
+    details: tuple[QuestionRow, ...] = ()
+    answers: AnswerSummary | None = None
+    abstention: AbstentionRates | None = None
+    calls: tuple[CallRecord, ...] = ()
+    unresolved: tuple[str, ...] = ()
+    elapsed_s: float = 0.0
+
+    @property
+    def usage(self) -> Usage:
+        return Usage.of(list(self.calls))
+
+    def as_dict(self, details: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "retriever": self.retriever,
+            "top_k": self.top_k,
+            "metrics": {system: {kind: m.as_dict() for kind, m in kinds.items()} for system, kinds in self.summary.items()},
+            "answers": self.answers.as_dict() if self.answers else None,
+            "abstention": self.abstention.as_dict() if self.abstention else None,
+            "usage": self.usage.as_dict(),
+            "unresolved_gold_docs": list(self.unresolved),
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+        if details:
+            out["questions"] = [row.as_dict() for row in self.details]
+        return out
