@@ -6,6 +6,7 @@ has not seen), and it survives crashes, foreign files and read-only folders.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 import os
 import shutil
 import subprocess
@@ -225,3 +226,60 @@ def test_build_leaves_the_file_up_to_date(tmp_path: Path) -> None:
         assert view.base is not None and not view.overlay and view.base.header.count == s.document_count()
     result = run_cli("ask", "Who lights the lamp at dusk?", "--store", store, "--llm", "extractive", "--json")
     assert result.code == 0 and result.json()["documents"][0]["path"] == "new.txt"
+
+
+class StreamingSource:
+    """A store's changes in batches that notes, whenever the writer asks for
+    the next batch, how many vectors handed over earlier are still alive."""
+
+    def __init__(self, batches: list[list[vectors_mod.VectorChange]]) -> None:
+        self._batches = batches
+        self.alive_when_asked: list[int] = []
+
+    def changes(self) -> vectors_mod.VectorChanges:
+        import weakref
+
+        handed: list[weakref.ref[np.ndarray]] = []
+
+        def batches() -> Iterator[list[vectors_mod.VectorChange]]:
+            while self._batches:
+                self.alive_when_asked.append(sum(ref() is not None for ref in handed))
+                batch = self._batches.pop(0)
+                handed.extend(weakref.ref(c.vector) for c in batch if c.vector is not None)
+                yield batch
+
+        count = sum(len(b) for b in self._batches)
+        return vectors_mod.VectorChanges("store-1", 7, count, batches())
+
+
+def change_batches(count: int, per_batch: int, dim: int = 32) -> list[list[vectors_mod.VectorChange]]:
+    rng = np.random.default_rng(count)
+    return [
+        [vectors_mod.VectorChange(f"d{i}", rng.random(dim, dtype=np.float32), "m") for i in range(s, min(s + per_batch, count))]
+        for s in range(0, count, per_batch)
+    ]
+
+
+def test_the_file_is_written_a_batch_at_a_time_not_collected_first(tmp_path: Path) -> None:
+    batches = change_batches(600, 50)
+    expected = np.vstack([c.vector for b in batches for c in b])
+    source = StreamingSource(batches)
+    written = vectors_mod.write_vectors(tmp_path / "v", None, source.changes())
+    # When a batch is asked for, at most the one before it is still held:
+    # the writer wrote it and let it go (collected first, all 11 earlier
+    # batches' vectors were alive when the last was asked for).
+    assert len(source.alive_when_asked) == 12
+    assert max(source.alive_when_asked) <= 50
+    assert written.ids == [f"d{i}" for i in range(600)] and written.header.uniform
+    rows = np.vstack([block.copy() for _, block in written.blocks()])  # read back from the file
+    assert np.array_equal(rows, expected)
+
+
+def test_a_document_without_a_vector_late_in_the_stream_leaves_a_file_without_matrix(tmp_path: Path) -> None:
+    batches = change_batches(120, 50)
+    batches[-1][-1] = vectors_mod.VectorChange("d119", None, None)
+    written = vectors_mod.write_vectors(tmp_path / "v", None, StreamingSource(batches).changes())
+    assert not written.header.uniform and written.header.model == "m" and written.header.count == 120
+    assert written.ids == [f"d{i}" for i in range(120)] and list(written.blocks()) == []
+    # The rows written before the document without a vector were cut off.
+    assert (tmp_path / "v").stat().st_size == vectors_mod.HEADER_BYTES + 120 * written.header.id_width

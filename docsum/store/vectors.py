@@ -365,55 +365,118 @@ def _collect(changes: VectorChanges) -> dict[str, VectorChange]:
 
 
 def write_vectors(path: Path, base: _Base | None, changes: VectorChanges) -> _Base:
-    """Write the file for `changes.generation`: the rows of `base` whose
-    documents did not change, then the changed documents' current vectors.
-    Streamed block by block, so memory stays flat at any size; written to a
-    temporary file and renamed, so the old file stays whole until the new one
-    is complete. Returns the new file as read back."""
+    """Write the file for `changes.generation`: the changed documents' current
+    vectors, then the rows of `base` whose documents did not change.
+
+    Streamed: the changes are consumed batch by batch as the store hands them
+    over and each batch is written before the next is fetched, then the kept
+    rows are copied block by block, so memory holds one batch or block (plus
+    the doc ids) at any size; the first file of a 100,000-document store
+    once held every vector at once (900 MiB). Written to a temporary file and
+    renamed, so the old file stays whole until the new one is complete.
+    Returns the new file as read back."""
     import numpy as np
 
-    changed = _collect(changes)
     if base is not None and not base.header.uniform:
         raise ValueError("a vector file without a matrix cannot be built on")
-    kept = [i for i, doc_id in enumerate(base.ids) if doc_id not in changed] if base is not None else []
-    live = [c for c in changed.values() if not c.removed]
-    kinds = {(c.model, int(c.vector.shape[-1])) for c in live if c.vector is not None}
-    if kept and base is not None:
-        kinds.add((base.header.model, base.header.dim))
-    uniform = all(c.vector is not None for c in live) and len(kinds) <= 1
-    models = {m for m, _ in kinds}
-    model = next(iter(models)) if len(models) == 1 else None
-    dim = next(iter(kinds))[1] if uniform and kinds else 0
-    ids = [base.ids[i] for i in kept] if base is not None else []
-    ids += [c.doc_id for c in live]
-    width = max([len(d.encode("utf-8")) for d in ids] + [1])
-    lexical = uniform and _lexical_model(model)
-    header = _Header(changes.store_id, changes.generation, len(ids), dim, model, width, uniform, lexical)
-    df = np.zeros(dim, dtype=np.int64) if lexical else None
-
-    def matrix_blocks() -> Iterator[np.ndarray]:
-        if base is not None and kept:
-            wanted = np.asarray(kept, dtype=np.int64)
-            for start, block in base.blocks():
-                lo, hi = np.searchsorted(wanted, [start, start + len(block)])
-                if hi > lo:
-                    yield block[wanted[lo:hi] - start]
-        for start in range(0, len(live), BLOCK_ROWS):
-            yield np.vstack([c.vector for c in live[start : start + BLOCK_ROWS]])  # type: ignore[misc]
-
     path.parent.mkdir(parents=True, exist_ok=True)
     with replaced_atomically(path) as out:  # 0600, like the store
         out.write(b"\0" * HEADER_BYTES)  # the real header goes in last
-        if uniform and dim:
-            for block in matrix_blocks():
-                out.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
-                if df is not None:
-                    df += np.count_nonzero(block > 0, axis=0)
+        matrix = _MatrixWriter(out)
+        seen: set[str] = set()
+        live_ids: list[str] = []
+        for batch in changes.batches:
+            # The log may name a document more than once; every entry carries
+            # its current vector, so the first one seen stands for all.
+            fresh = [c for c in batch if c.doc_id not in seen]
+            seen.update(c.doc_id for c in fresh)
+            live = [c for c in fresh if not c.removed]
+            live_ids += [c.doc_id for c in live]
+            matrix.add_changes(live)
+        kept = [i for i, doc_id in enumerate(base.ids) if doc_id not in seen] if base is not None else []
+        if base is not None and kept:
+            matrix.kind(base.header.model, base.header.dim)
+            wanted = np.asarray(kept, dtype=np.int64)
+            for start, block in base.blocks():
+                if not matrix.uniform:
+                    break
+                lo, hi = np.searchsorted(wanted, [start, start + len(block)])
+                if hi > lo:
+                    matrix.write(block[wanted[lo:hi] - start])
+        ids = live_ids + [base.ids[i] for i in kept] if base is not None else live_ids
+        matrix.finish(len(ids))
+        width = max([len(d.encode("utf-8")) for d in ids] + [1])
         out.write(b"".join(d.encode("utf-8").ljust(width, b"\0") for d in ids))
-        if df is not None:
-            out.write(df.astype("<i8").tobytes())
+        if matrix.df is not None:
+            out.write(matrix.df.astype("<i8").tobytes())
+        header = _Header(changes.store_id, changes.generation, len(ids), matrix.dim, matrix.model, width,
+                         matrix.uniform, matrix.df is not None)
         out.seek(0)
         out.write(header.to_bytes())
         out.flush()
         os.fsync(out.fileno())
-    return _Base(path, header, ids, df)
+    return _Base(path, header, ids, matrix.df)
+
+
+class _MatrixWriter:
+    """The matrix part of a vector file, written row block by row block while
+    its rows are one model and one size. The first row that is not (another
+    model or size, a document without a vector) makes the file matrix-less:
+    what was written is cut off and nothing more is written."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.uniform = True
+        self.model: str | None = None
+        self.dim = 0
+        self._kinds: set[tuple[str | None, int]] = set()
+        self.df: np.ndarray | None = None  # lexical vectors: per-bucket document frequencies
+
+    def kind(self, model: str | None, dim: int) -> None:
+        """Rows of `model` and size `dim` are about to be written."""
+        self._kinds.add((model, dim))
+        if len(self._kinds) > 1:
+            self._discard()
+        elif self.uniform and not self.dim:
+            import numpy as np
+
+            self.model, self.dim = model, dim
+            if _lexical_model(model):
+                self.df = np.zeros(dim, dtype=np.int64)
+
+    def add_changes(self, live: list[VectorChange]) -> None:
+        import numpy as np
+
+        if any(c.vector is None for c in live):
+            self._discard()
+        for c in live:
+            if c.vector is not None:
+                self.kind(c.model, int(c.vector.shape[-1]))
+        if self.uniform and live:
+            self.write(np.vstack([c.vector for c in live]))  # type: ignore[misc]
+
+    def write(self, block: np.ndarray) -> None:
+        import numpy as np
+
+        if not self.uniform:
+            return
+        self.out.write(np.ascontiguousarray(block, dtype="<f4").tobytes())
+        if self.df is not None:
+            self.df += np.count_nonzero(block > 0, axis=0)
+
+    def _discard(self) -> None:
+        if self.uniform:
+            self.uniform = False
+            self.out.seek(HEADER_BYTES)
+            self.out.truncate()
+
+    def finish(self, rows: int) -> None:
+        """No matrix without rows: an empty store's file is uniform and has
+        no model or size, as before."""
+        if not self.uniform:
+            # The model all rows share (None when they differ), as before.
+            models = {m for m, _ in self._kinds}
+            self.model = next(iter(models)) if len(models) == 1 else None
+            self.dim, self.df = 0, None
+        elif not rows:
+            self.model, self.dim, self.df = None, 0, None
