@@ -6,6 +6,7 @@ the store (private, rebuilt when the documents change, rebuilt when damaged).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import stat
 import subprocess
@@ -170,6 +171,7 @@ class _CountingStore(Store):
 
     versions_read = 0
     listed = 0
+    texts_read: list[list[str]] = []
 
     def document_versions(self) -> list[tuple[str, str]]:
         self.versions_read += 1
@@ -178,6 +180,10 @@ class _CountingStore(Store):
     def list_documents(self, with_embeddings: bool = False, with_summaries: bool = True) -> list[DocumentRecord]:
         self.listed += 1
         return super().list_documents(with_embeddings, with_summaries)
+
+    def get_documents(self, doc_ids: list[str]) -> list[DocumentRecord]:
+        self.texts_read = [*getattr(self, "texts_read", []), list(doc_ids)]
+        return super().get_documents(doc_ids)
 
 
 def test_a_kept_index_is_trusted_without_reading_a_row_until_the_store_changes(tmp_path: Path) -> None:
@@ -211,13 +217,29 @@ def test_a_kept_index_is_trusted_without_reading_a_row_until_the_store_changes(t
             assert (counting.versions_read, counting.listed) == (expected_reads, 0)
     assert (nodes_dir / "docsum.json").stat().st_mtime_ns == written
 
-    # A changed document is read again (and its new words found).
+    # A changed document is read again (and its new words found) by the
+    # build itself: the question after it reads nothing.
     _write(folder, {"storm.txt": TOPICS["storm.txt"] + " A zeppelin hangar lost its roof."})
     assert run_cli("build", folder, "--store", store, "-q").code == 0
     with _CountingStore.open(store, create=False, readonly=True) as counting:
         evidence = load_evidence(counting)
-        assert counting.versions_read == 1 and counting.listed == 1
+        assert (counting.versions_read, counting.listed, counting.texts_read) == (0, 0, [])
         assert evidence.score("zeppelin hangar").summary.max() > 0
+
+    # A change made outside a build (here a document removed and another
+    # rewritten in the store) is caught up by the next question, which reads
+    # the text of the rewritten document only.
+    with Store.open(store, create=False) as writer:
+        docs = {d.path: d for d in writer.list_documents(with_embeddings=True)}
+        writer.remove_document(docs["bees.txt"].doc_id)
+        writer.put_document(dataclasses.replace(docs["storm.txt"], sha256="f" * 64, summary="A storm over the albatross colony."), [])
+    with _CountingStore.open(store, create=False) as counting:
+        evidence = load_evidence(counting)
+        assert counting.versions_read == 1 and counting.listed == 0
+        assert counting.texts_read == [[docs["storm.txt"].doc_id]]
+        assert evidence.doc_ids[int(np.argmax(evidence.score("albatross").summary))] == docs["storm.txt"].doc_id
+        assert docs["bees.txt"].doc_id not in evidence.doc_ids
+        assert evidence.score("zeppelin hangar").best_nodes.max() == 0  # its nodes went with the rewrite
 
 
 def test_the_kept_vocabulary_finds_every_term_by_bisection(tmp_path: Path) -> None:

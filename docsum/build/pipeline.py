@@ -41,6 +41,7 @@ from docsum.models.prompts import (
 from docsum.models.tokens import Tokenizer
 from docsum.paths import cache_dir
 from docsum.query.budget import PromptBudget
+from docsum.query.evidence import refresh_evidence
 from docsum.query.retrieve import summary_index_text
 from docsum.query.synthesizers import TreeSummarize
 from docsum.schema import CallRecord
@@ -864,6 +865,9 @@ async def _run_and_refresh(builder: Builder) -> BuildReport:
     # builders which started before its vector table existed left out.
     if builder.store.server_search() is None:
         refresh_vectors(builder.store, builder.store.vectors_file)
+    # Likewise the BM25 index of summaries and nodes (fused and bm25
+    # questions, any store): made here, not by the first question.
+    refresh_evidence(builder.store)
     return report
 
 

@@ -40,7 +40,7 @@ BM25_METHOD = "lucene"
 BM25_K1 = 1.5
 BM25_B = 0.75
 
-_META_FILE = "docsum.json"
+INDEX_META_FILE = "docsum.json"
 _ARRAYS = ("data", "indices", "indptr")
 _VOCAB_ARRAYS = ("vocab_bytes", "vocab_offsets", "vocab_columns")
 
@@ -165,15 +165,10 @@ class BM25Index:
                       "vocab_offsets": vocab.offsets, "vocab_columns": vocab.columns, **(extra or {})}
             for name, array in arrays.items():
                 np.save(staging / f"{name}.npy", np.asarray(array), allow_pickle=False)
-            (staging / _META_FILE).write_text(json.dumps({"fingerprint": fingerprint, "size": self.size}))
+            (staging / INDEX_META_FILE).write_text(json.dumps({"fingerprint": fingerprint, "size": self.size}))
             for written in staging.iterdir():
                 os.chmod(written, 0o600)
-            old = directory.with_name(directory.name + ".old")
-            if directory.exists():
-                shutil.rmtree(old, ignore_errors=True)
-                os.replace(directory, old)
-            os.replace(staging, directory)
-            shutil.rmtree(old, ignore_errors=True)
+            replace_directory(staging, directory)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -185,7 +180,7 @@ class BM25Index:
         None. The arrays are memory-mapped; anything damaged means None."""
         directory = Path(directory)
         try:
-            meta = json.loads((directory / _META_FILE).read_text())
+            meta = json.loads((directory / INDEX_META_FILE).read_text())
             if not isinstance(meta, dict) or meta.get("fingerprint") != fingerprint:
                 return None
             size = int(meta["size"])
@@ -206,3 +201,15 @@ class BM25Index:
             log.debug("BM25 index in %s is inconsistent; rebuilding it", directory)
             return None
         return cls(vocab, data, indices, indptr, size), arrays
+
+
+def replace_directory(staging: Path, directory: Path) -> None:
+    """Put the finished directory `staging` in the place of `directory`: a
+    reader sees the old one or the new one, never a mix (at worst, after a
+    crash between the two renames, none: then the index is built again)."""
+    old = directory.with_name(directory.name + ".old")
+    if directory.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(directory, old)
+    os.replace(staging, directory)
+    shutil.rmtree(old, ignore_errors=True)

@@ -10,7 +10,11 @@ serves the chunk baseline of `docsum eval`.
 Building the node index reads and tokenizes every node of the store, which
 takes seconds on a large store, so it is kept on disk beside the store
 (`NAME.sqlite.bm25/`, private like the store) and reused by every later question
-until the stored documents change: the store reports each document's version
+until the stored documents change, and a build brings it up to date when it
+ends (`refresh_evidence`), so the first question after a build costs what
+every later one does. It is written in bounded memory, and an update takes
+the postings of unchanged documents from the kept index instead of cutting
+their text into terms again (docsum.query.bm25disk). The store reports each document's version
 (content hash, split and summary settings, update time) without reading any
 text, and the index records the versions it was built from. When that
 directory cannot be written (a read-only folder) the index is built in memory
@@ -40,7 +44,8 @@ import numpy as np
 
 from docsum.lexical import terms
 from docsum.paths import replaced_atomically
-from docsum.query.bm25 import BM25_B, BM25_K1, BM25_METHOD, BM25Index
+from docsum.query.bm25 import BM25_B, BM25_K1, BM25_METHOD, INDEX_META_FILE, BM25Index
+from docsum.query.bm25disk import IndexWriter, can_update_from, index_terms, old_postings, read_all
 
 if TYPE_CHECKING:
     from docsum.store.base import DocumentStore
@@ -49,8 +54,10 @@ log = logging.getLogger("docsum")
 
 # Bump when what is indexed, or how it is cut into terms, changes: a kept
 # index from another version is then rebuilt instead of trusted. (3: the
-# index keeps its document ids, for the check that reads no rows.)
-EVIDENCE_VERSION = 3
+# index keeps its document ids, for the check that reads no rows; 4: it
+# keeps each document's version, its postings' term frequencies and its
+# rows' lengths, which an update starts from.)
+EVIDENCE_VERSION = 4
 
 # A document's node evidence is the BM25 of its best few passages, summed: a
 # document that answers a question usually does so in more than one passage,
@@ -187,39 +194,208 @@ def cache_dir(vectors_file: Path) -> Path:
 
 def load_evidence(store: DocumentStore) -> DocumentEvidence:
     """The BM25 evidence of every document in `store`: from the index kept
-    beside the store when it is current, else built now (and kept)."""
-    from docsum.query.retrieve import summary_index_text
-
+    beside the store when it is current, else brought up to date now (and
+    kept; see `refresh_evidence`)."""
     where = cache_dir(store.vectors_file)
-    stamp = _read_stamp(where)
-    # Read before any document, so that a stamp written below is never newer
-    # than what the index holds (an older one only costs a check next time).
-    changes = store.vector_changes(stamp.generation if stamp is not None else 0)
-    now = _Stamp(changes.store_id, changes.generation, "")
-    if stamp is not None and changes.count == 0 and changes.store_id == stamp.store_id:
-        cached = _load_cached(where, stamp.fingerprint, None)
+    state = _State.read(store, where)
+    if state.cached is not None:
+        return state.cached
+    try:
+        _update(store, where, state)
+    except (OSError, _StoreMoved) as exc:
+        # A folder docsum cannot write to, or a store that changed while it
+        # was read: this command builds the index in memory.
+        log.debug("BM25 index in %s not updated (%s); indexing in memory", where, exc)
+    else:
+        cached = _load_cached(where, state.stamp.fingerprint, state.doc_ids)
         if cached is not None:
             return cached
-    versions = store.document_versions()
-    digest = hashlib.sha256(f"v{EVIDENCE_VERSION} {BM25_METHOD} {BM25_K1} {BM25_B}\n".encode())
-    for doc_id, version in versions:
-        digest.update(f"{doc_id}\0{version}\n".encode())
-    now.fingerprint = digest.hexdigest()
-    cached = _load_cached(where, now.fingerprint, [d for d, _ in versions])
-    if cached is not None:
-        _write_stamp(where, now)  # the next question need not read the versions
-        return cached
-    docs = {d.doc_id: d for d in store.list_documents()}
-    ids = [d for d, _ in versions if d in docs]
+    return _in_memory(store, state.doc_ids)
+
+
+def refresh_evidence(store: DocumentStore) -> None:
+    """Bring the index kept beside the store up to date; a build calls this
+    when it ends, so that its first question reads the index like every
+    later one. Best effort, like the index itself: what cannot be written
+    now is caught up by the next question."""
+    where = cache_dir(store.vectors_file)
+    state = _State.read(store, where)
+    if state.cached is not None:
+        return
+    try:
+        _update(store, where, state)
+    except (OSError, _StoreMoved) as exc:
+        log.debug("BM25 index in %s not updated (%s)", where, exc)
+
+
+class _StoreMoved(Exception):
+    """A document listed at the start of an update was gone when its text was read."""
+
+
+@dataclass
+class _State:
+    """What the store holds now, as far as the index is concerned, and the
+    kept index when it is current (`cached`)."""
+
+    stamp: _Stamp
+    versions: list[tuple[str, str]]
+    cached: DocumentEvidence | None
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return [d for d, _ in self.versions]
+
+    @classmethod
+    def read(cls, store: DocumentStore, where: Path) -> _State:
+        stamp = _read_stamp(where)
+        # Read before any document, so that a stamp written later is never
+        # newer than what the index holds (an older one only costs a check).
+        changes = store.vector_changes(stamp.generation if stamp is not None else 0)
+        now = _Stamp(changes.store_id, changes.generation, "")
+        if stamp is not None and changes.count == 0 and changes.store_id == stamp.store_id:
+            cached = _load_cached(where, stamp.fingerprint, None)
+            if cached is not None:
+                return cls(stamp, [], cached)
+        versions = store.document_versions()
+        digest = hashlib.sha256(f"v{EVIDENCE_VERSION} {BM25_METHOD} {BM25_K1} {BM25_B}\n".encode())
+        for doc_id, version in versions:
+            digest.update(f"{doc_id}\0{version}\n".encode())
+        now.fingerprint = digest.hexdigest()
+        cached = _load_cached(where, now.fingerprint, [d for d, _ in versions])
+        if cached is not None:
+            _write_stamp(where, now)  # the next question need not read the versions
+        return cls(now, versions, cached)
+
+
+def _version_digest(doc_id: str, version: str) -> bytes:
+    """A document's version as kept in the index: a changed version (or
+    another EVIDENCE_VERSION) means its postings are made again."""
+    return hashlib.sha256(f"v{EVIDENCE_VERSION}\0{doc_id}\0{version}".encode()).hexdigest()[:32].encode()
+
+
+# Documents whose summaries and nodes are read from the store at once.
+READ_DOCUMENTS = 500
+
+
+def _update(store: DocumentStore, where: Path, state: _State) -> None:
+    """Write the index for `state` in bounded memory (docsum.query.bm25disk):
+    the postings of documents whose version the kept index already holds
+    are taken from it, the others' summaries and nodes are read and cut into
+    terms, a few hundred documents at a time."""
+    from docsum.query.retrieve import summary_index_text
+
+    ids = state.doc_ids
+    digests = np.asarray([_version_digest(d, v) for d, v in state.versions], dtype="S32")
+    where.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(where, 0o700)  # the vocabulary of private documents
+    previous = _Previous.open(where, ids, digests)
+    summaries = IndexWriter(where, previous.summary_terms if previous else None)
+    nodes: IndexWriter | None = None
+    try:
+        nodes = IndexWriter(where, previous.node_terms if previous else None)
+        owners: list[np.ndarray] = []
+        next_node = previous.carry_over(summaries, nodes, owners) if previous else 0
+        reused = previous.reused_rows() if previous else set()
+        changed = [i for i in range(len(ids)) if i not in reused]
+        new_owners: list[int] = []
+        for start in range(0, len(changed), READ_DOCUMENTS):
+            rows = changed[start : start + READ_DOCUMENTS]
+            wanted = [ids[i] for i in rows]
+            docs = store.get_documents(wanted)
+            if [d.doc_id for d in docs] != wanted:
+                raise _StoreMoved("a document was removed while the index was made")
+            doc_nodes = store.nodes_for(wanted)
+            for row, doc in zip(rows, docs):
+                summaries.add_text(row, terms(summary_index_text(doc.path, doc.title, doc.summary)))
+                for node in doc_nodes[doc.doc_id]:
+                    nodes.add_text(next_node, terms(node_index_text(doc.path, doc.title, node.text)))
+                    new_owners.append(row)
+                    next_node += 1
+        owners.append(np.asarray(new_owners, dtype=np.int64))
+        fingerprint = state.stamp.fingerprint
+        doc_ids = np.asarray([d.encode("utf-8") for d in ids], dtype=bytes) if ids else np.zeros(0, dtype="S1")
+        summaries.write(where / "summaries", fingerprint, len(ids), {"versions": digests})
+        nodes.write(where / "nodes", fingerprint, next_node, {"owners": np.concatenate(owners), "doc_ids": doc_ids})
+    finally:
+        summaries.discard()
+        if nodes is not None:
+            nodes.discard()
+    _write_stamp(where, state.stamp)
+
+
+@dataclass
+class _Previous:
+    """The kept index as the start of an update: which of its documents are
+    unchanged (`new_row[j]`: the row now of its document j, -1 when that
+    document changed or is gone)."""
+
+    where: Path
+    new_row: np.ndarray
+    summary_terms: list[str]
+    node_terms: list[str]
+
+    @classmethod
+    def open(cls, where: Path, ids: list[str], digests: np.ndarray) -> _Previous | None:
+        summaries, nodes = where / "summaries", where / "nodes"
+        try:
+            if not (can_update_from(summaries) and can_update_from(nodes)):
+                return None
+            metas = [json.loads((d / INDEX_META_FILE).read_text()) for d in (summaries, nodes)]
+            if metas[0].get("fingerprint") != metas[1].get("fingerprint"):
+                return None  # written by two different updates (one interrupted)
+            old_ids = [raw.decode("utf-8") for raw in read_all(nodes / "doc_ids.npy").tolist()]
+            old_digests = read_all(summaries / "versions.npy")
+            if old_digests.shape != (len(old_ids),) or int(metas[0]["size"]) != len(old_ids):
+                return None
+            row_now = {d: i for i, d in enumerate(ids)}
+            new_row = np.full(len(old_ids), -1, dtype=np.int64)
+            for j, (doc_id, digest) in enumerate(zip(old_ids, old_digests.tolist())):
+                i = row_now.get(doc_id)
+                if i is not None and digests[i] == digest:
+                    new_row[j] = i
+            return cls(where, new_row, index_terms(summaries), index_terms(nodes))
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            log.debug("BM25 index in %s cannot be updated (%s); making it anew", where, exc)
+            return None
+
+    def reused_rows(self) -> set[int]:
+        return set(self.new_row[self.new_row >= 0].tolist())
+
+    def carry_over(self, summaries: IndexWriter, nodes: IndexWriter, owners: list[np.ndarray]) -> int:
+        """Hand the unchanged documents' postings to the writers; their nodes
+        become the first node rows. Returns how many nodes that is."""
+        old_summaries, old_nodes = self.where / "summaries", self.where / "nodes"
+        keep = self.new_row >= 0
+        summaries.set_lengths(self.new_row[keep], read_all(old_summaries / "lengths.npy")[keep])
+        for columns, rows, tfs in old_postings(old_summaries):
+            now = self.new_row[rows]
+            moved = now >= 0
+            summaries.add_postings(columns[moved], now[moved], tfs[moved])
+        old_owners = read_all(old_nodes / "owners.npy").astype(np.int64)
+        kept_nodes = self.new_row[old_owners] >= 0
+        node_row = np.cumsum(kept_nodes) - 1
+        node_row[~kept_nodes] = -1
+        owners.append(self.new_row[old_owners[kept_nodes]])
+        nodes.set_lengths(node_row[kept_nodes], read_all(old_nodes / "lengths.npy")[kept_nodes])
+        for columns, rows, tfs in old_postings(old_nodes):
+            now = node_row[rows]
+            moved = now >= 0
+            nodes.add_postings(columns[moved], now[moved], tfs[moved])
+        return int(kept_nodes.sum())
+
+
+def _in_memory(store: DocumentStore, ids: list[str]) -> DocumentEvidence:
+    """The index of the documents `ids`, built in memory for one command."""
+    from docsum.query.retrieve import summary_index_text
+
+    docs = {d.doc_id: d for d in store.get_documents(ids)}
+    ids = [d for d in ids if d in docs]
     nodes = store.nodes_for(ids)
-    evidence = DocumentEvidence.from_texts(
+    return DocumentEvidence.from_texts(
         ids,
         [summary_index_text(docs[d].path, docs[d].title, docs[d].summary) for d in ids],
         [[node_index_text(docs[d].path, docs[d].title, n.text) for n in nodes[d]] for d in ids],
     )
-    if ids == [d for d, _ in versions]:  # nothing changed while reading
-        _save_cached(where, now, evidence)
-    return evidence
 
 
 @dataclass
@@ -272,18 +448,3 @@ def _load_cached(where: Path, fingerprint: str, doc_ids: list[str] | None) -> Do
     if owners is None or owners.shape != (nodes[0].size,) or (owners.size and (owners.min() < 0 or owners.max() >= len(doc_ids))):
         return None
     return DocumentEvidence(doc_ids, summaries[0], nodes[0], np.asarray(owners, dtype=np.int64))
-
-
-def _save_cached(where: Path, stamp: _Stamp, evidence: DocumentEvidence) -> None:
-    """Best effort: a folder docsum cannot write to only costs the next
-    question the same indexing again."""
-    try:
-        where.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(where, 0o700)  # the vocabulary of private documents
-        evidence.summaries.save(where / "summaries", stamp.fingerprint)
-        ids = np.asarray([d.encode("utf-8") for d in evidence.doc_ids], dtype=bytes) if evidence.doc_ids else np.zeros(0, dtype="S1")
-        evidence.nodes.save(where / "nodes", stamp.fingerprint, extra={"owners": evidence.node_owner, "doc_ids": ids})
-    except OSError as exc:
-        log.debug("could not keep the BM25 index in %s (%s)", where, exc)
-        return
-    _write_stamp(where, stamp)
