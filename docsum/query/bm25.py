@@ -22,11 +22,13 @@ of one index for one question, not across indexes or questions.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -156,22 +158,12 @@ class BM25Index:
         """Write the index (and `extra` arrays, as NAME.npy) to `directory`
         atomically: a reader sees the old index or the new one, never half of
         one. Files are private (0600): the vocabulary is the documents' words."""
-        directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))  # 0700
-        try:
+        with staged_index(Path(directory), fingerprint, self.size) as staging:
             vocab = self.vocab if isinstance(self.vocab, SortedTerms) else SortedTerms.from_vocab(self.vocab)
             arrays = {"data": self.data, "indices": self.indices, "indptr": self.indptr, "vocab_bytes": vocab.blob,
                       "vocab_offsets": vocab.offsets, "vocab_columns": vocab.columns, **(extra or {})}
             for name, array in arrays.items():
                 np.save(staging / f"{name}.npy", np.asarray(array), allow_pickle=False)
-            (staging / INDEX_META_FILE).write_text(json.dumps({"fingerprint": fingerprint, "size": self.size}))
-            for written in staging.iterdir():
-                os.chmod(written, 0o600)
-            replace_directory(staging, directory)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
 
     @classmethod
     def load(cls, directory: Path, fingerprint: str) -> tuple[BM25Index, dict[str, np.ndarray]] | None:
@@ -203,10 +195,28 @@ class BM25Index:
         return cls(vocab, data, indices, indptr, size), arrays
 
 
-def replace_directory(staging: Path, directory: Path) -> None:
-    """Put the finished directory `staging` in the place of `directory`: a
-    reader sees the old one or the new one, never a mix (at worst, after a
-    crash between the two renames, none: then the index is built again)."""
+@contextlib.contextmanager
+def staged_index(directory: Path, fingerprint: str, size: int) -> Iterator[Path]:
+    """A private staging directory beside `directory` for an index of `size`
+    rows: the caller writes its arrays into it; when the block ends the
+    index's fingerprint is added and the staging directory takes the place of
+    `directory` (a reader sees the old index or the new one, never a mix; at
+    worst, after a crash between the two renames, none: then it is built
+    again). On any error the staging directory is removed."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))  # 0700
+    try:
+        yield staging
+        (staging / INDEX_META_FILE).write_text(json.dumps({"fingerprint": fingerprint, "size": size}))
+        for written in staging.iterdir():
+            os.chmod(written, 0o600)  # the vocabulary is the documents' words
+        _replace_directory(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _replace_directory(staging: Path, directory: Path) -> None:
     old = directory.with_name(directory.name + ".old")
     if directory.exists():
         shutil.rmtree(old, ignore_errors=True)

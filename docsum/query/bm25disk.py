@@ -26,8 +26,6 @@ cutting their text into terms again, which is most of the cost.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import tempfile
 from collections import Counter
@@ -36,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from docsum.query.bm25 import BM25_B, BM25_K1, INDEX_META_FILE, SortedTerms, replace_directory
+from docsum.query.bm25 import BM25_B, BM25_K1, SortedTerms, staged_index
 
 # Postings held before they are sorted into a run on disk (12 bytes each).
 RUN_POSTINGS = 1 << 20
@@ -156,18 +154,10 @@ class IndexWriter:
         lengths a later update starts from, and the `extra` arrays."""
         try:
             self._spill()
-            staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))  # 0700
-            try:
+            with staged_index(directory, fingerprint, size) as staging:
                 self._write_matrix(staging, size)
                 for name, array in extra.items():
                     np.save(staging / f"{name}.npy", np.asarray(array), allow_pickle=False)
-                (staging / INDEX_META_FILE).write_text(json.dumps({"fingerprint": fingerprint, "size": size}))
-                for written in staging.iterdir():
-                    os.chmod(written, 0o600)
-                replace_directory(staging, directory)
-            except BaseException:
-                shutil.rmtree(staging, ignore_errors=True)
-                raise
         finally:
             self.discard()
 
