@@ -233,12 +233,12 @@ def test_api_key_never_leaves_the_process(tmp_path: Path, monkeypatch: pytest.Mo
         outputs += [result.stdout, result.stderr]
 
     # An internal error (a bug) whose message carries the key, with and without -v.
-    import docsum.build.pipeline
+    import docsum.build.plan
 
     def buggy_discover(*args: object, **kwargs: object) -> None:
         raise RuntimeError(f"bug while holding {os.environ['OPENAI_API_KEY']}")
 
-    monkeypatch.setattr(docsum.build.pipeline, "discover", buggy_discover)
+    monkeypatch.setattr(docsum.build.plan, "discover", buggy_discover)
     for verbose in ([], ["-v"]):
         result = run_cli("build", folder, "--store", store, "--base-url", "http://127.0.0.1:9/v1", *verbose)
         assert result.code == 1, result

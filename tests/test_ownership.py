@@ -96,8 +96,9 @@ def test_a_store_in_a_read_only_folder_can_be_read(shared_dir: Path) -> None:
     store = store_dir / "docs.sqlite"
     built = run_cli("build", SAMPLE_DOCS, "--store", store)
     assert built.code == 0, built
-    # The WAL was checkpointed away at close; the vector file stays beside the store.
-    assert _leftovers(store) == ["docs.sqlite.lock", "docs.sqlite.vectors"]
+    # The WAL was checkpointed away at close; the vector file and the BM25
+    # index the build made stay beside the store.
+    assert _leftovers(store) == ["docs.sqlite.bm25", "docs.sqlite.lock", "docs.sqlite.vectors"]
     # Readable by others, writable by nobody but root: as a shared, published store.
     store.chmod(0o644)
     store_dir.chmod(0o555)
@@ -111,4 +112,4 @@ def test_a_store_in_a_read_only_folder_can_be_read(shared_dir: Path) -> None:
     asked = _as_nobody("ask", "How much did Brindle & Daughter pay for the oven?", "--store", store, "--json", home=home)
     assert asked.returncode == 0, asked.stderr
     assert "error" not in asked.stderr
-    assert _leftovers(store) == ["docs.sqlite.lock", "docs.sqlite.vectors"]
+    assert _leftovers(store) == ["docs.sqlite.bm25", "docs.sqlite.lock", "docs.sqlite.vectors"]
