@@ -153,7 +153,7 @@ class DocumentWorker:
         except LLMError as exc:
             outcome = self._failed(root, rel, f"summary failed: {exc}")
             # A prompt too long for the model is this document's problem; any
-            # other server failure may be the server's (see _Breaker).
+            # other server failure may be the server's (see docsum.build.schedule.Breaker).
             outcome.llm_failed = not isinstance(exc, ContextLengthError)
             return outcome
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
