@@ -10,6 +10,7 @@ over the stored vectors, which turns cosine similarity into a TF-IDF score.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -54,20 +55,26 @@ def stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """Stemmed content words; CJK text contributes one term per character pair."""
     out: list[str] = []
-    for match in _WORD.finditer(text.lower()):
-        word = match.group(0)
-        if word.endswith(("'s", "’s")):
-            word = word[:-2]  # possessive: "apple's" matches "apple"
-        if _CJK.search(word):
-            chars = [c for c in word if not c.isspace()]
-            out.extend(chars[i] + chars[i + 1] for i in range(len(chars) - 1))
-            if len(chars) == 1:
-                out.append(chars[0])
-            continue
-        if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
-            continue
-        out.append(stem(word))
+    for word in _WORD.findall(text.lower()):
+        out.extend(_word_terms(word))
     return out
+
+
+# Words repeat: a store's summaries and nodes hold a few ten thousand distinct
+# words among millions, so each is cut into terms once (at 100,000 documents,
+# indexing spent most of its time stemming the same words again).
+@functools.lru_cache(maxsize=1 << 16)
+def _word_terms(word: str) -> tuple[str, ...]:
+    """The terms of one lower-cased word (none for a stopword)."""
+    if word.endswith(("'s", "’s")):
+        word = word[:-2]  # possessive: "apple's" matches "apple"
+    if _CJK.search(word):
+        chars = [c for c in word if not c.isspace()]
+        pairs = [chars[i] + chars[i + 1] for i in range(len(chars) - 1)]
+        return tuple(pairs) if len(chars) != 1 else (chars[0],)
+    if word in STOPWORDS or (len(word) == 1 and not word.isdigit()):
+        return ()
+    return (stem(word),)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|(?<=[。！？])")
