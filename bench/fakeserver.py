@@ -7,7 +7,9 @@ until killed.
 Choice prompts (LLM retrieval) get a parseable answer naming the first
 document, so `--retriever hybrid` does real work instead of falling back. The
 server's request log is cleared every few seconds: a 100,000-document build
-would otherwise keep every prompt in memory.
+would otherwise keep every prompt in memory. With `--trace FILE` the finished
+requests are written to FILE instead (path, start and end on the machine's
+monotonic clock), from which bench/scale.py tells how many were in flight when.
 """
 
 from __future__ import annotations
@@ -41,12 +43,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--dim", type=int, default=1536)
+    parser.add_argument("--trace", type=Path, help="append `path started finished` (time.monotonic seconds) of every finished request to this file, each second")
     args = parser.parse_args()
     fake = FakeOpenAI(responder=respond, latency=args.latency, embedding_dim=args.dim).start()
     print(fake.base_url, flush=True)
     while True:
-        time.sleep(5)
-        fake.reset()
+        time.sleep(1 if args.trace else 5)
+        if args.trace is None:
+            fake.reset()
+            continue
+        finished = fake.take_finished()
+        with open(args.trace, "a") as trace:
+            trace.writelines(f"{r.path} {r.started:.4f} {r.finished:.4f}\n" for r in finished)
 
 
 if __name__ == "__main__":

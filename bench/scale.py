@@ -126,8 +126,9 @@ class Tree:
 
 
 class Server:
-    def __init__(self, latency: float, dim: int = 1536) -> None:
-        self.proc = subprocess.Popen([PY, str(HERE / "fakeserver.py"), "--latency", str(latency), "--dim", str(dim)],
+    def __init__(self, latency: float, dim: int = 1536, trace: Path | None = None) -> None:
+        traced = ["--trace", str(trace)] if trace is not None else []
+        self.proc = subprocess.Popen([PY, str(HERE / "fakeserver.py"), "--latency", str(latency), "--dim", str(dim), *traced],
                                      stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().strip()
@@ -443,17 +444,52 @@ def stage_batch(args: argparse.Namespace, after: Tree, n: int = 1000) -> None:
                    "loadavg_before": load, "loadavg_after": loadavg()})
 
 
+def in_flight(trace: Path, since: float, until: float, slots: int) -> dict[str, Any]:
+    """Where a build's time went, from the server's request log (`path
+    started finished` per request, on the monotonic clock this process
+    shares): when the first request arrived and the last answer left, the
+    requests in flight on average over that span, how long fewer than
+    `slots` were in flight, and the requests by kind."""
+    spans = []
+    for line in trace.read_text().splitlines() if trace.exists() else []:
+        path, started, finished = line.split()
+        if since <= float(started) <= until:
+            spans.append((path, float(started), float(finished)))
+    if not spans:
+        return {}
+    first, last = min(s for _, s, _ in spans), max(f for _, _, f in spans)
+    events = sorted([(s, 1) for _, s, _ in spans] + [(f, -1) for _, _, f in spans])
+    level, at, below = 0, first, 0.0
+    for when, step in events:
+        if level < slots:
+            below += when - at
+        level, at = level + step, when
+    busy = sum(f - s for _, s, f in spans)
+    return {"first_request_s": round(first - since, 2), "last_answer_s": round(last - since, 2),
+            "after_last_answer_s": round(until - last, 2), "mean_in_flight": round(busy / max(last - first, 1e-9), 1),
+            "under_full_s": round(below, 2),
+            "chat_requests": sum(p.endswith("/chat/completions") for p, _, _ in spans),
+            "embedding_requests": sum(p.endswith("/embeddings") for p, _, _ in spans),
+            "embedding_request_s": round(sum(f - s for p, s, f in spans if p.endswith("/embeddings")), 2)}
+
+
 def stage_bound(args: argparse.Namespace, trees: list[Tree]) -> None:
     rows = []
-    with Server(0.3) as server:
+    trace = args.work / "bound-trace.txt"
+    trace.unlink(missing_ok=True)
+    with Server(0.3, trace=trace) as server:
         for n in (100, 1000):
             corpus = make_corpus(args.work, n)
             bound = math.ceil(n / 16) * 0.3
             for tree in trees:
                 store = args.work / f"bound-{n}-{tree.name}.sqlite"
                 for old in args.work.glob(store.name + "*"):
-                    old.unlink()
+                    shutil.rmtree(old) if old.is_dir() else old.unlink()
+                since = time.monotonic()
                 done = tree.docsum("build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json")
+                until = time.monotonic()
+                time.sleep(1.5)  # the server writes its log each second
+                flight = in_flight(trace, since, until, 16)
                 seconds, rss, code, out, _ = done
                 report = json.loads(out)
                 # Start-up: the same build again, every file unchanged (imports,
@@ -463,8 +499,8 @@ def stage_bound(args: argparse.Namespace, trees: list[Tree]) -> None:
                              "startup_s": round(startup, 2), "ratio_to_bound_plus_startup": round(seconds / (bound + startup), 2),
                              "peak_rss_mib": round(rss, 1), "bound_s": round(bound, 2),
                              "ratio_to_bound": round(seconds / bound, 2), "llm_calls": report["usage"]["llm_calls"],
-                             "embedding_calls": report["usage"]["embedding_calls"], "loadavg": loadavg()})
-                print(f"[scale] bound {n} {tree.name}: {seconds:.1f} s against {bound:.1f} s", file=sys.stderr)
+                             "embedding_calls": report["usage"]["embedding_calls"], "loadavg": loadavg(), **flight})
+                print(f"[scale] bound {n} {tree.name}: {seconds:.1f} s against {bound:.1f} s; {flight}", file=sys.stderr)
     save("bound", {"rows": rows})
 
 
@@ -515,6 +551,11 @@ def tables() -> None:
         for r in bound["rows"]:
             print(f"| {r['documents']:,} | {r['tree']} | {r['wall_s']:.1f} | {r.get('cpu_s', '-')} | {r['bound_s']:.1f} | "
                   f"{r.get('startup_s', '-')} | {r['ratio_to_bound']:.2f} | {r.get('ratio_to_bound_plus_startup', '-')} |")
+        print("\n| documents | tree | first request s | last answer s | after it s | mean in flight | under 16 in flight s | chat / embedding requests | embedding request s |\n|---:|---|---:|---:|---:|---:|---:|---|---:|")
+        for r in bound["rows"]:
+            if "first_request_s" in r:
+                print(f"| {r['documents']:,} | {r['tree']} | {r['first_request_s']} | {r['last_answer_s']} | {r['after_last_answer_s']} | "
+                      f"{r['mean_in_flight']} | {r['under_full_s']} | {r['chat_requests']} / {r['embedding_requests']} | {r['embedding_request_s']} |")
     for name in ("build-1000", "build-10000", "build-100000", "unchanged-100000", "window-100000", "batch"):
         data = load(name)
         if data:

@@ -694,6 +694,15 @@ class FakeOpenAI:
         with self._lock:
             return [r for r in self.requests if r.path.endswith("/embeddings")]
 
+    def take_finished(self) -> list[RecordedRequest]:
+        """The finished requests, forgotten by the server as they are handed
+        over (requests still in flight stay recorded): a long benchmark logs
+        them as it goes instead of keeping every prompt in memory."""
+        with self._lock:
+            finished = [r for r in self.requests if r.finished]
+            self.requests[:] = [r for r in self.requests if not r.finished]
+        return finished
+
     def reset(self) -> None:
         """Forget recorded requests and queued replies (the server keeps running)."""
         with self._lock:
