@@ -35,7 +35,7 @@ from docsum.query.evidence import refresh_evidence
 from docsum.schema import CallRecord
 from docsum.store.base import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
 from docsum.store.lock import BuildLock
-from docsum.store.records import DocumentRecord, StoredVersion
+from docsum.store.records import DocumentRecord, StoredFile, StoredVersion
 from docsum.store.sqlite import Store
 from docsum.store.vectors import refresh_vectors
 
@@ -244,7 +244,7 @@ class Builder:
             return None
         return FileOutcome(work.found.relpath, "unchanged")
 
-    def _remove(self, doc: DocumentRecord) -> bool:
+    def _remove(self, doc: StoredFile | DocumentRecord) -> bool:
         """Remove a vanished file's document. With builders sharing the store,
         not when the file is back (another builder may have stored it after
         this run looked) or another builder holds its claim."""

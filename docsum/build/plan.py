@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -31,7 +31,7 @@ from docsum.models.prompts import (
     PromptTemplate,
 )
 from docsum.store.base import DocumentStore
-from docsum.store.records import DocumentRecord, make_doc_id
+from docsum.store.records import StoredFile, make_doc_id
 
 SPLITTER_VERSION = "1"
 READ_BLOCK = 1 << 20
@@ -86,7 +86,7 @@ def sha256_of(path: Path) -> str:
 class Work:
     found: FoundFile
     doc_id: str
-    existing: DocumentRecord | None
+    existing: StoredFile | None
     size: int
     mtime_ns: int
     # True: the content and the summary settings are unchanged, only the node
@@ -100,7 +100,7 @@ class Work:
 @dataclass
 class Plan:
     todo: list[Work]
-    to_remove: list[DocumentRecord]
+    to_remove: list[StoredFile]
     known: list[FileOutcome]  # unchanged, skipped and discovery failures
     skipped: dict[str, int]
     skipped_entries: list[SkippedFile]
@@ -128,41 +128,48 @@ class Reconciler:
         discovery = await asyncio.to_thread(
             discover, self.options.paths, follow_symlinks=self.options.follow_symlinks, exclude=self.options.exclude
         )
-        # Without summaries: the comparison needs sizes, times and hashes only.
-        stored = {d.doc_id: d for d in self.store.iter_documents(with_summaries=False)}
+        # Keyed by (root, path), the key a found file has: its doc id (a hash
+        # of both) is computed only for files that have work to do.
+        stored = {(d.root, d.path): d for d in self.store.stored_files()}
         todo: list[Work] = []
         known: list[FileOutcome] = []
         touched: list[tuple[str, int, int]] = []
-        seen_ids: set[str] = set()
         seen: set[tuple[str, str]] = set()
         for err in discovery.errors:
             known.append(FileOutcome(err.path, "failed", err.reason))
         for path, reason in discovery.skipped:
             known.append(FileOutcome(path, "skipped", reason))
-        where = _StoredRoots(stored.values())
+        where = _StoredRoots(stored)
         given_dirs = {str(p.resolve()) for p in self.options.paths if p.is_dir()}
+        root_names: dict[int, str] = {}  # a walk's files share their root object: its name once per root
         for found in discovery.files:
+            walked = root_names.get(id(found.root))
+            if walked is None:
+                walked = root_names[id(found.root)] = str(found.root)
             # Files found by walking a given folder must still be inside it
             # when opened (README Guarantee 8); a file named directly is read
             # wherever its symlink leads, as is everything with --follow-symlinks.
-            inside = found.root if not self.options.follow_symlinks and str(found.root) in given_dirs else None
-            found = where.canonical(found)
-            root = str(found.root)
-            doc_id = make_doc_id(root, found.relpath)
-            seen_ids.add(doc_id)
-            seen.add((root, found.relpath))
+            inside = found.root if not self.options.follow_symlinks and walked in given_dirs else None
+            keyed = where.canonical(found, walked)
+            root = walked if keyed is found else str(keyed.root)
+            found = keyed
+            key = (root, found.relpath)
+            seen.add(key)
             try:
                 st = found.stat if found.stat is not None else os.stat(found.path)
             except OSError as exc:
                 known.append(FileOutcome(found.relpath, "failed", f"cannot stat: {exc.strerror or exc}"))
                 continue
-            existing = stored.get(doc_id)
-            state = await self._classify(existing, found.path, st) if existing is not None else "changed"
+            existing = stored.get(key)
+            state = self._compare(existing, st) if existing is not None else "changed"
+            if state == "same size":
+                state = await self._compare_content(existing, found.path, st)  # type: ignore[arg-type]
             if state in ("unchanged", "touched"):
                 known.append(FileOutcome(found.relpath, "unchanged"))
                 if state == "touched":
-                    touched.append((doc_id, st.st_size, st.st_mtime_ns))
+                    touched.append((existing.doc_id, st.st_size, st.st_mtime_ns))  # type: ignore[union-attr]
                 continue
+            doc_id = existing.doc_id if existing is not None else make_doc_id(root, found.relpath)
             todo.append(Work(found, doc_id, existing, st.st_size, st.st_mtime_ns, resplit_only=state == "resplit", inside=inside))
         # Only folders given to this build are pruned: building another folder
         # into the same store must not wipe the first one, and a file named
@@ -173,7 +180,7 @@ class Reconciler:
         protected = set(discovery.protected)
         to_remove = []
         if self.options.prune:
-            vanished = [d for d in stored.values() if d.doc_id not in seen_ids and lies_inside(d.root, d.path, roots)]
+            vanished = [d for key, d in stored.items() if key not in seen and lies_inside(d.root, d.path, roots)]
             protected |= self._guard_empty(discovery.empty_folders, vanished, known)
             to_remove = [d for d in vanished if not lies_inside(d.root, d.path, protected)]
         skipped = {
@@ -184,7 +191,7 @@ class Reconciler:
         }
         return Plan(todo, to_remove, known, skipped, discovery.skipped_files, touched, roots, seen, protected)
 
-    def _guard_empty(self, empty_folders: list[str], vanished: list[DocumentRecord], known: list[FileOutcome]) -> set[str]:
+    def _guard_empty(self, empty_folders: list[str], vanished: list[StoredFile], known: list[FileOutcome]) -> set[str]:
         """Folders that are empty now although the store holds documents from
         them: an unmounted share or a failed sync looks exactly like this, and
         pruning would throw away every summary paid for.  Nothing below them is
@@ -205,23 +212,24 @@ class Reconciler:
                 )))
         return guarded
 
-    async def _classify(self, doc: DocumentRecord, path: Path, st: os.stat_result) -> str:
+    def _compare(self, doc: StoredFile, st: os.stat_result) -> str:
         """unchanged | touched (same content, new mtime) | resplit (only the
-        split settings changed) | changed (content or summary settings)."""
-        if doc.summary_fingerprint != self.summary_fp:
-            return "changed"
-        if doc.size != st.st_size:
+        split settings changed) | changed (content or summary settings), or
+        "same size" when only the content can tell (`_compare_content`)."""
+        if doc.summary_fingerprint != self.summary_fp or doc.size != st.st_size:
             return "changed"
         if doc.mtime_ns != st.st_mtime_ns:
-            # Same size, new mtime (a touch, a copy, a checkout): compare content.
-            try:
-                if await asyncio.to_thread(sha256_of, path) != doc.sha256:
-                    return "changed"
-            except OSError:
-                return "changed"  # _process reports why it cannot be read
-        if doc.split_fingerprint != self.split_fp:
-            return "resplit"
-        return "unchanged" if doc.mtime_ns == st.st_mtime_ns else "touched"
+            return "same size"  # a touch, a copy, a checkout
+        return "resplit" if doc.split_fingerprint != self.split_fp else "unchanged"
+
+    async def _compare_content(self, doc: StoredFile, path: Path, st: os.stat_result) -> str:
+        """Same size, new mtime: the content's hash decides (off the event loop)."""
+        try:
+            if await asyncio.to_thread(sha256_of, path) != doc.sha256:
+                return "changed"
+        except OSError:
+            return "changed"  # the build reports why it cannot be read
+        return "resplit" if doc.split_fingerprint != self.split_fp else "touched"
 
     # -- doing it -----------------------------------------------------------
 
@@ -235,10 +243,10 @@ class _StoredRoots:
     for and retrieved twice. A file is therefore keyed under a stored root
     that contains it: the one that already holds it, else the outermost."""
 
-    def __init__(self, documents: Iterable[DocumentRecord]) -> None:
-        self.keys = {(d.root, d.path) for d in documents}
+    def __init__(self, keys: Collection[tuple[str, str]]) -> None:
+        self.keys = keys  # (root, path) of every stored document
         # Outermost first: "/a" sorts before "/a/b".
-        self.roots = sorted({d.root for d in documents}, key=lambda r: (len(PurePosixPath(r).parts), r))
+        self.roots = sorted({root for root, _ in keys}, key=lambda r: (len(PurePosixPath(r).parts), r))
         # Per build root, the stored roots that can contain its files (see
         # _plan). Path arithmetic once per root, string operations per file:
         # at 100,000 files the per-file PurePosixPath work took seconds.
@@ -259,8 +267,9 @@ class _StoredRoots:
                 plan.append((root, PurePosixPath(root).relative_to(here).as_posix() + "/", True))
         return plan
 
-    def canonical(self, found: FoundFile) -> FoundFile:
-        base = str(found.root)
+    def canonical(self, found: FoundFile, base: str) -> FoundFile:
+        """`found` (whose root is named `base`), or the same file keyed as
+        the store knows it."""
         plan = self._plans.get(base)
         if plan is None:
             plan = self._plans[base] = self._plan(base)

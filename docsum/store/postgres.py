@@ -54,9 +54,11 @@ from docsum.store.base import display_location, location_secrets
 from docsum.store.records import (
     DOC_COLUMNS,
     DOC_COLUMNS_NO_EMBEDDING,
+    STORED_FILE_COLUMNS,
     CallRow,
     DocumentRecord,
     NodeRecord,
+    StoredFile,
     StoredVersion,
     call_params,
     decode_embedding,
@@ -236,6 +238,10 @@ class PostgresStore:
     def iter_documents(self, with_embeddings: bool = False, with_summaries: bool = True) -> Iterator[DocumentRecord]:
         """list_documents as an iterator (the rows are fetched at once here)."""
         return iter(self.list_documents(with_embeddings, with_summaries))
+
+    def stored_files(self) -> Iterator[StoredFile]:
+        """Every document as a build compares it with its file; see Store.stored_files."""
+        return map(StoredFile._make, self._rows(f"SELECT {STORED_FILE_COLUMNS} FROM documents ORDER BY path, root"))
 
     def document_count(self) -> int:
         return int(self._rows("SELECT count(*) FROM documents")[0][0])

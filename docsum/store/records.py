@@ -47,6 +47,22 @@ class StoredVersion(NamedTuple):
     split_fingerprint: str
     summary_fingerprint: str
 
+
+class StoredFile(NamedTuple):
+    """A stored document as a build compares it with its file (`stored_files`)."""
+
+    doc_id: str
+    root: str
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    split_fingerprint: str
+    summary_fingerprint: str
+
+
+STORED_FILE_COLUMNS = "doc_id, root, path, size, mtime_ns, sha256, split_fingerprint, summary_fingerprint"
+
 @dataclass
 class DocumentRecord:
     doc_id: str

@@ -39,9 +39,11 @@ from docsum.paths import private_umask
 from docsum.store.records import (
     DOC_COLUMNS,
     DOC_COLUMNS_NO_EMBEDDING,
+    STORED_FILE_COLUMNS,
     CallRow,
     DocumentRecord,
     NodeRecord,
+    StoredFile,
     StoredVersion,
     call_params,
     decode_embedding,
@@ -327,6 +329,12 @@ class Store:
             columns = columns.replace(" summary,", " '',")
         for row in self.conn.execute(f"SELECT {columns} FROM documents ORDER BY path, root"):
             yield document_from_row(row)
+
+    def stored_files(self) -> Iterator[StoredFile]:
+        """Every document as a build compares it with its file, by path: eight
+        columns, where the full listing's eighteen were most of the reading
+        of an unchanged rebuild at 100,000 documents."""
+        return map(StoredFile._make, self.conn.execute(f"SELECT {STORED_FILE_COLUMNS} FROM documents ORDER BY path, root"))
 
     def document_count(self) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])

@@ -123,6 +123,15 @@ class _Header:
         data = json.loads(head[12 : 12 + length].decode("utf-8"))
         return cls(**{k: data[k] for k in cls.__dataclass_fields__})
 
+    @classmethod
+    def peek(cls, path: Path) -> _Header | None:
+        """The header of the file at `path`; None when there is none usable."""
+        try:
+            with open(path, "rb") as fh:
+                return cls.read(fh)
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+
     @property
     def matrix_bytes(self) -> int:
         return self.count * self.dim * 4 if self.uniform else 0
@@ -351,6 +360,13 @@ def load_vectors(source: VectorSource, path: Path | None) -> VectorView:
 def refresh_vectors(source: VectorSource, path: Path) -> None:
     """Bring the file up to the store's generation; a build calls this when it
     ends. A folder that cannot be written is not an error: readers catch up."""
+    header = _Header.peek(path)
+    if header is not None and header.uniform:
+        # Nothing changed since the file was written (an unchanged rebuild):
+        # its header says so, its 100,000 doc ids need not be read.
+        now = source.vector_changes(header.generation)
+        if now.count == 0 and now.store_id == header.store_id and now.generation == header.generation:
+            return
     base, changes = _current(source, _Base.read(path))
     if base is not None and changes.count == 0:
         return
