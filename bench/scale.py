@@ -20,6 +20,9 @@ Stages:
   ask        `docsum ask` as a whole process, median of --runs (after one
              warm-up), wall and CPU time, peak RSS; --retrievers (embedding,
              hybrid and fused); each tree on its own copy of the store
+  firstask   the build that writes the vector file (and BM25 index) from
+             nothing beside a replicated store, then the first fused
+             question after it and a second: wall, CPU, peak RSS
   cold       start-up: `docsum --help`, an offline and a server-backed ask,
              show and config show on sample_data, median of --cold-runs,
              the trees alternated run by run
@@ -170,6 +173,12 @@ def question_for(i: int) -> str:
     return f"What does the report say about Entity{i} and its budget?"
 
 
+def remove_store(work: Path, name: str) -> None:
+    """A store and everything beside it (WAL, lock, vector file, BM25 index)."""
+    for old in work.glob(name + "*"):
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
+
+
 def save(name: str, data: dict[str, Any]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=1))
@@ -205,8 +214,7 @@ def stage_replicate(args: argparse.Namespace, n: int, template_n: int = 1000) ->
     corpus = make_corpus(args.work, n)
     template = args.work / f"store-{template_n}.sqlite"
     store = args.work / f"store-{n}.sqlite"
-    for old in args.work.glob(f"store-{n}.sqlite*"):
-        old.unlink()
+    remove_store(args.work, f"store-{n}.sqlite")
     shutil.copy(template, store)
     conn = sqlite3.connect(store, isolation_level=None)
     columns = [r[1] for r in conn.execute("PRAGMA table_info(documents)")]
@@ -244,8 +252,7 @@ def stage_replicate(args: argparse.Namespace, n: int, template_n: int = 1000) ->
 def stage_build(args: argparse.Namespace, after: Tree, n: int) -> None:
     corpus = make_corpus(args.work, n)
     store = args.work / f"store-{n}.sqlite"
-    for old in args.work.glob(f"store-{n}.sqlite*"):
-        old.unlink()
+    remove_store(args.work, f"store-{n}.sqlite")
     with Server(0.0) as server:
         load = loadavg()
         first = after.docsum("build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json")
@@ -280,8 +287,7 @@ def stage_window(args: argparse.Namespace, after: Tree, n: int) -> None:
 
     corpus = make_corpus(args.work, n)
     store = args.work / f"window-{n}.sqlite"
-    for old in args.work.glob(store.name + "*"):
-        old.unlink()
+    remove_store(args.work, store.name)
     with Server(0.0) as server:
         load = loadavg()
         argv = [PY, "-m", "cli.main", "build", str(corpus), "--store", str(store), *server_flags(server.url),
@@ -317,8 +323,12 @@ def stage_unchanged(args: argparse.Namespace, trees: list[Tree], n: int) -> None
             if tree.name != "after":
                 # The older tree gets its own copy (its build may rewrite rows).
                 copy = store_for(tree, store)
-            done = tree.docsum("build", corpus, "--store", store if tree.name == "after" else copy,
-                               *server_flags(server.url), "--concurrency", "16", "-q", "--json")
+            # Twice: the first run may still write the files beside the store
+            # (a copy the older tree has not built yet); the second is the
+            # unchanged rebuild proper.
+            for _ in range(2):
+                done = tree.docsum("build", corpus, "--store", store if tree.name == "after" else copy,
+                                   *server_flags(server.url), "--concurrency", "16", "-q", "--json")
             rows.append({"tree": tree.name, "wall_s": round(done.seconds, 2), "cpu_s": round(done.cpu, 2),
                          "peak_rss_mib": round(done.rss, 1), "exit": done.code,
                          "counts": json.loads(done.out)["documents"], "loadavg": loadavg()})
@@ -328,6 +338,37 @@ def stage_unchanged(args: argparse.Namespace, trees: list[Tree], n: int) -> None
     save(f"unchanged-{n}", {"documents": n, "rows": rows, "wall_s": round(seconds, 2), "peak_rss_mib": round(rss, 1), "exit": code,
                             "counts": report["documents"], "llm_calls": report["usage"]["llm_calls"],
                             "loadavg_before": load, "loadavg_after": loadavg()})
+
+
+def stage_firstask(args: argparse.Namespace, trees: list[Tree], n: int) -> None:
+    """The end of a build and the first fused question after it, each tree on
+    a copy of the replicated store without any file beside it: the build
+    (every file unchanged) writes the vector file from nothing, and the new
+    tree's also the BM25 index; then the first fused question, and a second."""
+    store = args.work / f"store-{n}.sqlite"
+    rows = []
+    with Server(0.0) as server:
+        for tree in trees:
+            copy = args.work / f"firstask-{n}-{tree.name}.sqlite"
+            remove_store(args.work, copy.name)
+            conn = sqlite3.connect(store)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.close()
+            shutil.copy(store, copy)
+            if not any((tree.path / "docsum" / sub).exists() for sub in ("vectors.py", "store/vectors.py")):
+                take_back_to_v2(store, copy)
+            load = loadavg()
+            built = tree.docsum("build", make_corpus(args.work, n), "--store", copy, *server_flags(server.url), "--concurrency", "16", "-q", "--json")
+            row: dict[str, Any] = {"documents": n, "tree": tree.name, "loadavg": load, "build_wall_s": round(built.seconds, 2),
+                                   "build_cpu_s": round(built.cpu, 2), "build_peak_rss_mib": round(built.rss, 1), "build_exit": built.code}
+            for label, i in (("first", 1), ("second", 2)):
+                asked = tree.docsum("ask", question_for(i * 7919 % n), "--store", copy, *server_flags(server.url), "--retriever", "fused", "--json")
+                row.update({f"{label}_ask_wall_s": round(asked.seconds, 2), f"{label}_ask_cpu_s": round(asked.cpu, 2),
+                            f"{label}_ask_peak_rss_mib": round(asked.rss, 1), f"{label}_ask_exit": asked.code})
+            rows.append(row)
+            print(f"[scale] firstask {n} {tree.name}: {row}", file=sys.stderr)
+            remove_store(args.work, copy.name)
+    save(f"firstask-{n}", {"rows": rows})
 
 
 def store_for(tree: Tree, store: Path) -> Path:
@@ -483,8 +524,7 @@ def stage_bound(args: argparse.Namespace, trees: list[Tree]) -> None:
             bound = math.ceil(n / 16) * 0.3
             for tree in trees:
                 store = args.work / f"bound-{n}-{tree.name}.sqlite"
-                for old in args.work.glob(store.name + "*"):
-                    shutil.rmtree(old) if old.is_dir() else old.unlink()
+                remove_store(args.work, store.name)
                 since = time.monotonic()
                 done = tree.docsum("build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json")
                 until = time.monotonic()
@@ -556,7 +596,7 @@ def tables() -> None:
             if "first_request_s" in r:
                 print(f"| {r['documents']:,} | {r['tree']} | {r['first_request_s']} | {r['last_answer_s']} | {r['after_last_answer_s']} | "
                       f"{r['mean_in_flight']} | {r['under_full_s']} | {r['chat_requests']} / {r['embedding_requests']} | {r['embedding_request_s']} |")
-    for name in ("build-1000", "build-10000", "build-100000", "unchanged-100000", "window-100000", "batch"):
+    for name in ("build-1000", "build-10000", "build-100000", "unchanged-100000", "firstask-100000", "window-100000", "batch"):
         data = load(name)
         if data:
             print(f"\n{name}: {json.dumps(data)}")
@@ -564,7 +604,7 @@ def tables() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stages", nargs="+", choices=["corpus", "build", "replicate", "unchanged", "window", "ask", "cold", "batch", "bound", "tables", "all"])
+    parser.add_argument("stages", nargs="+", choices=["corpus", "build", "replicate", "unchanged", "window", "ask", "firstask", "cold", "batch", "bound", "tables", "all"])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--before", type=Path, default=Path(os.environ.get("DOCSUM_BEFORE", "/tmp/docsum-before")))
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("SCALE_WORK", "/tmp/bench-scale")))
@@ -602,6 +642,9 @@ def main() -> None:
         elif stage == "ask":
             for n in sizes:
                 stage_ask(args, trees, n)
+        elif stage == "firstask":
+            for n in sizes:
+                stage_firstask(args, trees, n)
         elif stage == "cold":
             stage_cold(args, trees)
         elif stage == "batch":
