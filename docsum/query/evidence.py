@@ -305,7 +305,7 @@ def _update(store: DocumentStore, where: Path, state: _State) -> None:
 
     ids = state.doc_ids
     digests = np.asarray([_version_digest(d, v) for d, v in state.versions], dtype="S32")
-    where.mkdir(mode=0o700, exist_ok=True)
+    where.mkdir(mode=0o700, parents=True, exist_ok=True)  # a pgvector store may have no cache folder yet
     os.chmod(where, 0o700)  # the vocabulary of private documents
     previous = _Previous.open(where, ids, digests)
     summaries = IndexWriter(where, previous.summary_terms if previous else None)
