@@ -403,3 +403,27 @@ def test_the_owner_of_what_is_asked_must_be_what_a_source_is_about() -> None:
     # A side name that is not the owner may still be mentioned in passing.
     msft = _keys("2023_Q1_MSFT.txt", "Microsoft's quarterly report.", filler + " Surface revenue fell. Surface." * 3)
     assert missing_names(["microsoft", "surfac"], msft, subject_names("How did Microsoft's Surface revenue change?")) == []
+
+
+def test_a_year_may_be_one_hops_but_a_period_must_sit_with_every_name(tmp_path: Path) -> None:
+    from docsum.query.abstain import is_period
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "judiciary_act.txt").write_text(
+        "The Judiciary Act of 1869 fixed the Supreme Court at nine justices. "
+        "The Judiciary Act of 1869 also created nine circuit judgeships.\n")
+    (folder / "james_glisson.txt").write_text(
+        "James Glisson was born in Jackson County, Florida. Glisson later studied at Palmer College.\n")
+    store = tmp_path / "store.sqlite"
+    assert run("build", folder, "--store", store)[0] == 0
+    # 1869 is one hop's, as "James Glisson" is the other's. Before: "no one
+    # document holds 1869 with every name", and an abstention.
+    code, out, err = run("ask", "Where was James Glisson born, in the country that passed the Judiciary Act of 1869?", "--store", store)
+    assert code == 0, err
+    assert "Jackson County" in out
+    # A quarter, a half or a fiscal year is what a report is for: it must
+    # still sit in one document with every name (NVIDIA's Q3 2023 filing that
+    # names Microsoft is no source on Microsoft's Q3 2023).
+    assert is_period("q3 2023") and is_period("fy2024") and is_period("h1")
+    assert not is_period("1869") and not is_period("26th") and not is_period("2010")

@@ -344,3 +344,13 @@ def missing_names(names: list[str], doc: DocumentKeys, subjects: set[str] | froz
 
 def is_figure(name: str) -> bool:
     return any(ch.isdigit() for ch in name)
+
+
+# A period a report is for: a quarter, a half, a fiscal year ("q3 2023", "fy2024").
+_PERIOD_CODE = re.compile(r"^(?:q[1-4]|h[12]|fy\d{0,4})$")
+
+
+def is_period(name: str) -> bool:
+    """A figure naming a reporting period, not merely a year or a number:
+    "q3 2023" is; "1869" in "the Judiciary Act of 1869" is not."""
+    return any(_PERIOD_CODE.match(part) for part in name.split(" "))

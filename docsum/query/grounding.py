@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from docsum.query.abstain import document_keys, is_figure, missing_names, question_names, subject_names
+from docsum.query.abstain import document_keys, is_period, missing_names, question_names, subject_names
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate, Retrieval, passes_floor
 from docsum.store.base import DocumentStore
@@ -38,18 +38,21 @@ def grounded(
     mentions (file name, title or text). When some document covers them all,
     those are kept, with chosen documents that mention none of them (the other
     hop of a question such as "what did Brindle & Daughter pay", answered in
-    minutes that never name the bakery). Otherwise, for a question without
-    figures, the documents together must cover every name (the hops of a
-    multi-hop question); a figure (a year, "Q1") must sit in one document with
-    every name ("Microsoft, Q3 2023" is not answered by NVIDIA's Q3 filing that
-    mentions Microsoft), or there is no answer. The embedding retriever's
+    minutes that never name the bakery). Otherwise, for a question without a
+    period, the documents together must cover every name and figure (the
+    hops of a multi-hop question, "the Judiciary Act of 1869" among them); a
+    period (a quarter such as "Q1 2023", a half, a fiscal year) must sit in
+    one document with every name ("Microsoft, Q3 2023" is not answered by
+    NVIDIA's Q3 filing that mentions Microsoft), or there is no answer. The embedding retriever's
     next candidates above the floor may take the place of chosen documents.
     Returns the kept documents, their nodes, and the step report (None when
     the question names nothing)."""
     names = question_names(question)
     if not names:
         return found.chosen, by_doc, None
-    figures = [n for n in names if is_figure(n)]
+    # A period must sit in one document with every name; a bare year may be
+    # one hop's ("the Judiciary Act of 1869") like any other name.
+    periods = [n for n in names if is_period(n)]
     subjects = subject_names(question)
     pool = list(found.chosen)
     if found.retriever in RANKED_RETRIEVERS:
@@ -73,9 +76,9 @@ def grounded(
         note = f"needs {', '.join(names)}; {len(full)} candidate(s) mention all"
     else:
         union = set().union(*cover.values()) if cover else set()
-        if union != set(names) or figures:
+        if union != set(names) or periods:
             missing = [n for n in names if n not in union]
-            why = f"missing: {', '.join(missing)}" if missing else f"no one document holds {', '.join(figures)} with every name"
+            why = f"missing: {', '.join(missing)}" if missing else f"no one document holds {', '.join(periods)} with every name"
             report = StepReport("grounding", len(found.chosen), 0, note=f"no candidate document covers {', '.join(names)} ({why})", emptied=True)
             return [], by_doc, report
         refills = [c for c in pool if c not in found.chosen and cover[c.doc_id] - set().union(*(cover[k.doc_id] for k in found.chosen))]
