@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
 from docsum.errors import ConfigError
@@ -106,6 +105,10 @@ def resolve_mode(spec: str | ResponseMode) -> Mode:
 
 
 def _load_custom(spec: str) -> type[BaseSynthesizer]:
+    # Imported here: importlib.metadata (with the email package) was 0.01-0.02 s
+    # of every question's start-up, paid for a plugin few use.
+    from importlib.metadata import entry_points
+
     target: Any = None
     try:
         for point in entry_points(group=ENTRY_POINT_GROUP):
