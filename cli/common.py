@@ -21,12 +21,12 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from docsum.config import Settings, load_settings, make_llm, store_location
 from docsum.errors import DocsumError, ExitCode, Interrupted
 from docsum.settings import EVERY_COMMAND, Setting, for_command
-from docsum.store.base import StoreLocation, location_secrets
 
 from .env import Environment, configure_logging
 
-if TYPE_CHECKING:  # the engines (and numpy) load when a command asks for one
+if TYPE_CHECKING:  # the engines (and numpy) load when a command asks for one; the store when it opens one
     from docsum.models.llm import LLM
+    from docsum.store.base import StoreLocation
 
 T = TypeVar("T")
 
@@ -120,6 +120,8 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
     code: int = ExitCode.OK
     failure: tuple[str, str] | None = None  # (type, message) for the --json error document
     try:
+        from docsum.store.base import location_secrets
+
         settings = load_settings(flags)
         for secret in settings.secret_values():
             env.secrets.add(secret)

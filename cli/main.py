@@ -22,7 +22,6 @@ from docsum.errors import ConfigError, DocsumError, ExitCode
 from docsum.sanitize import clean_name, clean_text
 from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
 from docsum.schema import ResponseStatus
-from docsum.store.base import DocumentStore, display_location, is_postgres, open_store, store_exists
 
 from .common import Common, DocsumCommand, DocsumGroup, run_async, with_common
 
@@ -38,6 +37,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 if TYPE_CHECKING:
     from docsum.build.report import BuildOptions
     from docsum.models.llm import LLM
+    from docsum.store.base import DocumentStore
     from docsum.query.options import AskOptions
     from docsum.query.question import Question
     from docsum.query.results import AskResult
@@ -284,6 +284,8 @@ def _joined(flags: list[str]) -> str:
 
 
 def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:
+    from docsum.store.base import display_location, open_store, store_exists
+
     path = common.store_path()
     if not store_exists(path):
         raise ConfigError(f"no store at {display_location(path)}; run `docsum build PATH` first")
@@ -368,6 +370,8 @@ def remove(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id (
 def config_show(*, common: Common) -> int:
     """Every effective setting and where its value came from (flag, environment,
     config file or default). Secrets are never shown."""
+    from docsum.store.base import display_location, is_postgres
+
     rows = common.settings.describe()
     location = common.store_path()
     store = display_location(location)
@@ -393,6 +397,8 @@ def config_show(*, common: Common) -> int:
 
 def _vector_search(location: object) -> str:
     """How `docsum ask` will score summary vectors with this store."""
+    from docsum.store.base import is_postgres, open_store, store_exists
+
     if not is_postgres(location):  # type: ignore[arg-type]
         return "in this process, from the SQLite store"
     try:
