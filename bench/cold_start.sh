@@ -1,102 +1,172 @@
 #!/usr/bin/env bash
-# Process start-up: whole processes timed from fork to exit, RUNS times each
-# (default 10) after one untimed warm-up run, reported as median / min / max
-# wall time and the median peak RSS.  No hyperfine needed; a few lines of
-# Python do the timing (os.wait4 gives each process's rusage).
+# Process start-up (issue 12), an older docsum ("before") beside this tree
+# ("after"), side by side in one run: whole processes timed from fork to exit,
+# RUNS times each (default 10) after one untimed warm-up, the two trees
+# alternated run by run so that load drifts hit both alike. Reported: median,
+# min and max wall time, median CPU time (user + system, from wait4: on a
+# machine other work shares, the fairer comparison) and median peak RSS.
+# With valgrind installed, each command is also run once under callgrind and
+# its instructions counted: a figure that does not depend on the machine's
+# load at all.
 #
-#   bench/cold_start.sh            # writes bench/results/cold_start.json, prints a table
-#   RUNS=20 bench/cold_start.sh
+#   mkdir /tmp/docsum-before && git archive REV | tar -x -C /tmp/docsum-before
+#   bench/cold_start.sh                # writes bench/results/cold_start.json, prints a table
+#   RUNS=20 CALLGRIND=0 bench/cold_start.sh
 #
-# Measured:
-#   python -c pass                  the interpreter alone (the floor)
-#   docsum --help                   CLI start-up, no work
-#   import cli.main                 docsum's own modules (what every command imports)
-#   import cli.main, openai         plus the OpenAI client, which a server-backed
-#                                   `docsum ask` imports before its first request
-#   docsum ask (offline)            a whole question on sample_data/docs with the
-#                                   extractive engine (store built once, first)
-#   reference imports               LlamaIndex's imports in the reference adapter
-#                                   (llama_index.core, OpenAILike, OpenAIEmbedding),
-#                                   if the LlamaIndex venv exists: what the
-#                                   reference would pay per process as a CLI
+# Measured (sample_data/docs, its store built once per tree first):
+#   python -c pass            the interpreter alone (the floor of every command)
+#   import openai             the OpenAI client alone: what a server-backed ask adds
+#   import cli.main, openai   the CLI's modules and the client (bench/tables.py's
+#                             start-up estimate for the side-by-side query tables)
+#   docsum --help, show, config show, summaries
+#   ask offline               a whole question with the extractive engine
+#   ask server                a whole question against the project's fake server
+#                             (bench/fakeserver.py, 0 ms), lexical vectors
 #
-# Environment overrides: DOCSUM, DOCSUM_PY (the python of docsum's venv),
-# LI_PY, RUNS, RESULTS.
+# Both trees run with the same interpreter as `python -m cli.main` from their
+# folder, their modules compiled first (as an installed package has them).
+# Environment: PY (the interpreter; default .venv/bin/python of this clone),
+# BEFORE, RUNS, CALLGRIND, RESULTS.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
-DOCSUM="${DOCSUM:-/tmp/dev/bin/docsum}"
-DOCSUM_PY="${DOCSUM_PY:-$(dirname "$DOCSUM")/python}"
-LI_PY="${LI_PY:-/tmp/bench-venvs/li/bin/python}"
+PY="${PY:-$REPO/.venv/bin/python}"
+BEFORE="${BEFORE:-/tmp/docsum-before}"
 RUNS="${RUNS:-10}"
+CALLGRIND="${CALLGRIND:-1}"
 RESULTS="${RESULTS:-$HERE/results}"
 mkdir -p "$RESULTS"
+command -v valgrind >/dev/null 2>&1 || CALLGRIND=0
 
 WORK="$(mktemp -d /tmp/bench-cold.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
-export DOCSUM_HOME="$WORK/home"
-unset OPENAI_API_KEY OPENAI_BASE_URL DOCSUM_API_KEY DOCSUM_STORE DOCSUM_MODEL DOCSUM_EMBED_MODEL || true
 
-STORE="$WORK/sample.sqlite"
-"$DOCSUM" build "$REPO/sample_data/docs" --store "$STORE" --llm extractive -q
+"$PY" - "$REPO" "$BEFORE" "$RUNS" "$CALLGRIND" "$RESULTS/cold_start.json" "$WORK" <<'PY'
+import json, os, re, statistics, subprocess, sys, time
+from pathlib import Path
 
-QUESTION="$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["question"])' "$REPO/sample_data/QUESTIONS.jsonl")"
-
-SOURCE="$(find "$REPO/docsum" "$REPO/cli" -name '*.py' -print0 | sort -z | xargs -0 cat | sha256sum | cut -c1-12)"
-
-python3 - "$RUNS" "$RESULTS/cold_start.json" "$DOCSUM" "$DOCSUM_PY" "$LI_PY" "$STORE" "$QUESTION" "$SOURCE" <<'PY'
-import json, os, shlex, statistics, subprocess, sys, time
-
-runs, out_path, docsum, dpy, lipy, store, question, source = sys.argv[1:9]
-runs = int(runs)
-commands = [
-    ("python", "Python interpreter alone", [dpy, "-c", "pass"]),
-    ("docsum-help", "docsum --help", [docsum, "--help"]),
-    ("docsum-imports", "docsum's modules imported", [dpy, "-c", "import cli.main"]),
-    ("docsum-imports-openai", "docsum's modules + openai (start-up of a server-backed ask)",
-     [dpy, "-c", "import cli.main, openai"]),
-    ("docsum-ask-offline", "docsum ask, offline engine, sample_data (8 docs)",
-     [docsum, "ask", question, "--store", store, "--llm", "extractive", "--no-stream"]),
-]
-if os.access(lipy, os.X_OK):
-    commands.append(("reference-imports", "reference: LlamaIndex imports of the adapter",
-                     [lipy, "-c", "import llama_index.core; from llama_index.llms.openai_like import OpenAILike; "
-                                  "from llama_index.embeddings.openai import OpenAIEmbedding"]))
+repo, before, runs, callgrind, out_path, work = sys.argv[1:7]
+repo, work, runs, callgrind = Path(repo), Path(work), int(runs), callgrind == "1"
+py = sys.executable
+question = "How many member households did the Larkspur Valley Water Cooperative have at the end of 2023?"
 
 
-def once(argv):
-    t0 = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    err = p.stderr.read()
-    _pid, status, ru = os.wait4(p.pid, 0)
-    ms = (time.perf_counter() - t0) * 1000.0
-    rc = os.waitstatus_to_exitcode(status)
-    if rc != 0:
-        raise SystemExit(f"exit {rc}: {shlex.join(argv)}\n{err.decode(errors='replace')[-2000:]}")
-    return ms, ru.ru_maxrss / 1024.0
+def loadavg() -> str:
+    with open("/proc/loadavg") as fh:
+        return " ".join(fh.read().split()[:3])
 
 
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
+class Tree:
+    def __init__(self, name: str, path: Path) -> None:
+        self.name, self.path = name, path
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("DOCSUM_", "OPENAI_")) and k not in ("PYTHONDONTWRITEBYTECODE", "OPENBLAS_NUM_THREADS")}
+        self.env.update({"DOCSUM_HOME": str(work / f"home-{name}"), "PYTHONPATH": str(path), "NO_COLOR": "1"})
+        subprocess.run([py, "-m", "compileall", "-q", "docsum", "cli"], cwd=path, env=self.env, check=True, stdout=subprocess.DEVNULL)
+
+    def argv(self, args: list[str]) -> list[str]:
+        if args[0] == "python":
+            return [py, *args[1:]]
+        return [py, "-m", "cli.main", *args]
+
+    def once(self, args: list[str]) -> tuple[float, float, float]:
+        started = time.perf_counter()
+        proc = subprocess.Popen(self.argv(args), cwd=self.path, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        err = proc.stderr.read()  # type: ignore[union-attr]
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            raise SystemExit(f"{self.name}: {' '.join(args)[:200]} exited {code}:\n{err.decode(errors='replace')[-2000:]}")
+        return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+    def instructions(self, args: list[str]) -> int | None:
+        env = {**self.env, "PYTHONMALLOC": "malloc"}  # valgrind counts the system allocator's work more faithfully
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *self.argv(args)],
+                              cwd=self.path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        found = re.search(r"Collected\s*:\s*(\d+)", proc.stderr)
+        return int(found.group(1)) if found and proc.returncode == 0 else None
 
 
-res = {"runs": runs, "date": time.strftime("%Y-%m-%d"), "docsum_source": source, "loadavg_before": loadavg(), "commands": []}
-for name, label, argv in commands:
-    once(argv)  # warm-up: page cache, .pyc files
-    ms, rss = zip(*(once(argv) for _ in range(runs)))
-    display = shlex.join(os.path.basename(a) if i == 0 else a for i, a in enumerate(argv))
-    display = display.replace(store, "STORE").replace(shlex.quote(question), '"QUESTION"')
-    res["commands"].append({
-        "name": name, "label": label, "display": display,
-        "median_ms": round(statistics.median(ms), 1), "min_ms": round(min(ms), 1), "max_ms": round(max(ms), 1),
-        "all_ms": [round(x, 1) for x in ms], "rss_mib": round(statistics.median(rss), 1),
-    })
-    print(f"[cold_start] {name}: median {statistics.median(ms):.0f} ms", file=sys.stderr)
-res["loadavg_after"] = loadavg()
-with open(out_path, "w") as f:
-    json.dump(res, f, indent=1)
+trees = [Tree("after", repo)]
+if (Path(before) / "cli" / "main.py").exists():
+    trees.insert(0, Tree("before", Path(before)))
+else:
+    print(f"[cold_start] no before tree at {before}; measuring this tree only", file=sys.stderr)
+
+server = subprocess.Popen([py, str(repo / "bench" / "fakeserver.py"), "--latency", "0", "--dim", "256"], stdout=subprocess.PIPE, text=True)
+try:
+    url = server.stdout.readline().strip()  # type: ignore[union-attr]
+    served = ["--base-url", url, "--model", "fake-chat", "--embed-model", "docsum-lexical-v1", "--no-stream"]
+    commands: dict[str, list[str]] = {}
+    stores = {}
+    for tree in trees:
+        offline, remote = work / f"offline-{tree.name}.sqlite", work / f"server-{tree.name}.sqlite"
+        tree.once(["build", str(repo / "sample_data" / "docs"), "--store", str(offline), "--llm", "extractive", "-q"])
+        tree.once(["build", str(repo / "sample_data" / "docs"), "--store", str(remote), *served[:-1], "-q"])
+        stores[tree.name] = (offline, remote)
+    names = {
+        "python": ["python", "-c", "pass"],
+        "import-openai": ["python", "-c", "import openai"],
+        "imports-openai": ["python", "-c", "import cli.main, openai"],
+        "help": ["--help"],
+        "config-show": ["config", "show"],
+        "summaries": ["summaries", "--store", "{offline}"],
+        "show": ["show", "water_cooperative_annual_report_2023.md", "--store", "{offline}"],
+        "ask-offline": ["ask", question, "--store", "{offline}", "--llm", "extractive", "--no-stream"],
+        "ask-server": ["ask", question, "--store", "{remote}", *served],
+    }
+    result = {"runs": runs, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "loadavg_before": loadavg(),
+              "trees": {t.name: str(t.path) for t in trees}, "rows": []}
+    for name, template in names.items():
+        argv = {t.name: [a.format(offline=stores[t.name][0], remote=stores[t.name][1]) for a in template] for t in trees}
+        measured: dict[str, list[tuple[float, float, float]]] = {t.name: [] for t in trees}
+        for tree in trees:
+            tree.once(argv[tree.name])  # warm-up: page cache, the tokenizer table's cached copy, the BM25 index
+        for _ in range(runs):
+            for tree in trees:
+                measured[tree.name].append(tree.once(argv[tree.name]))
+        for tree in trees:
+            wall, cpu, rss = zip(*measured[tree.name])
+            row = {"command": name, "tree": tree.name, "median_s": round(statistics.median(wall), 3),
+                   "min_s": round(min(wall), 3), "max_s": round(max(wall), 3), "median_cpu_s": round(statistics.median(cpu), 3),
+                   "rss_mib": round(statistics.median(rss), 1), "loadavg": loadavg()}
+            if callgrind:
+                row["instructions"] = tree.instructions(argv[tree.name])
+            result["rows"].append(row)
+            print(f"[cold_start] {name} {tree.name}: median {row['median_s']} s, CPU {row['median_cpu_s']} s, "
+                  f"{(row.get('instructions') or 0) / 1e6:.0f}M instructions", file=sys.stderr)
+    result["loadavg_after"] = loadavg()
+    # The form bench/tables.py reads (this tree's rows, under their old names).
+    old_names = {"python": "python", "help": "docsum-help", "imports-openai": "docsum-imports-openai",
+                 "ask-offline": "docsum-ask-offline"}
+    result["commands"] = [
+        {"name": old_names.get(r["command"], r["command"]), "label": r["command"], "display": " ".join(names[r["command"]])[:80],
+         "median_ms": r["median_s"] * 1000, "min_ms": r["min_s"] * 1000, "max_ms": r["max_s"] * 1000, "rss_mib": r["rss_mib"]}
+        for r in result["rows"] if r["tree"] == "after"
+    ]
+finally:
+    server.terminate()
+    server.wait(10)
+
+Path(out_path).write_text(json.dumps(result, indent=1))
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}x" if a and b else "-"
+
+
+print(f"{runs} runs each after a warm-up, trees alternated; load average {result['loadavg_before']} before, "
+      f"{result['loadavg_after']} after.\n")
+print("| command | before: median s | after: median s | before: CPU s | after: CPU s | CPU before/after | "
+      "after: fastest s | before: instructions | after: instructions | instructions before/after | after: peak MiB |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for name in names:
+    rows = {r["tree"]: r for r in result["rows"] if r["command"] == name}
+    b, a = rows.get("before", {}), rows["after"]
+    bi, ai = b.get("instructions"), a.get("instructions")
+    print(f"| {name} | {b.get('median_s', '-')} | {a['median_s']} | {b.get('median_cpu_s', '-')} | {a['median_cpu_s']} | "
+          f"{ratio(b.get('median_cpu_s'), a['median_cpu_s'])} | {a['min_s']} | {f'{bi / 1e6:,.0f}M' if bi else '-'} | "
+          f"{f'{ai / 1e6:,.0f}M' if ai else '-'} | {ratio(bi, ai)} | {a['rss_mib']} |")
 PY
-
-python3 "$HERE/tables.py" cold "$RESULTS"
