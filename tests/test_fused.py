@@ -21,7 +21,8 @@ from docsum.models.extractive import ExtractiveLLM
 from docsum.query.bm25 import BM25Index, SortedTerms
 from docsum.query.evidence import DocumentEvidence, cache_dir, load_evidence, sum_of_best
 from docsum.query.retrieve import EntryCorpus, SummaryEntry, aligned_scores, reciprocal_rank_fusion, retrieve
-from docsum.store.sqlite import DocumentRecord, Store
+from docsum.store.records import DocumentRecord
+from docsum.store.sqlite import Store
 
 TOPICS = {
     "bees.txt": "Beekeeping notes\n\nThe apiary keeps forty hives of honey bees. Bees swarm in spring and the honey harvest is in August.",

@@ -19,9 +19,9 @@ import pytest
 from helpers import SAMPLE_DOCS, run_cli
 
 from docsum.errors import StoreVersionError
-from docsum.store.sqlite import MIGRATIONS, Store
-from docsum.store.sqlite_schema import split_statements
-from docsum.store import sqlite as store_mod
+from docsum.store.sqlite import Store
+from docsum.store.sqlite_schema import MIGRATIONS, split_statements
+from docsum.store import sqlite_schema
 
 LIST_QUERY = "SELECT doc_id FROM documents ORDER BY path, root"
 
@@ -234,7 +234,7 @@ def test_v1_store_that_cannot_be_upgraded_now_is_a_clear_error(tmp_path: Path, m
     with Store.open(store) as s:
         s.set_meta("k", 1)
     downgrade_to_v1(store)
-    monkeypatch.setattr(store_mod, "BUSY_TIMEOUT_MS", 100)
+    monkeypatch.setattr(sqlite_schema, "BUSY_TIMEOUT_MS", 100)
     holder = sqlite3.connect(store, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:

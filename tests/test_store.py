@@ -32,8 +32,9 @@ from docsum.paths import config_dir, data_dir, docsum_home  # noqa: E402
 from docsum.store.base import open_store  # noqa: E402
 from docsum.store.lock import BuildLock  # noqa: E402
 from docsum.store.records import DocumentRecord, NodeRecord, make_doc_id  # noqa: E402
-from docsum.store.sqlite import MIGRATIONS, Store  # noqa: E402
-from docsum.store import sqlite as store_mod  # noqa: E402
+from docsum.store.sqlite import Store  # noqa: E402
+from docsum.store import records, sqlite_schema  # noqa: E402
+from docsum.store.sqlite_schema import MIGRATIONS  # noqa: E402
 
 ROOT = "/data/docs"
 
@@ -179,11 +180,11 @@ def test_migrations_apply_in_order_one_transaction_each(monkeypatch: pytest.Monk
         "ALTER TABLE t ADD COLUMN b TEXT; INSERT INTO t (a, b) VALUES (1, 'one');",
         "CREATE TRIGGER t_ins AFTER INSERT ON t BEGIN UPDATE t SET b = 'trig'; END;\nINSERT INTO t (a) VALUES (2);",
     ]
-    monkeypatch.setattr(store_mod, "MIGRATIONS", steps[:2])
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", steps[:2])
     with Store.open(path) as s:
         assert s.schema_version == 2
         assert s.conn.execute("SELECT a, b FROM t").fetchall() == [(1, "one")]
-    monkeypatch.setattr(store_mod, "MIGRATIONS", steps)  # a later docsum appends one
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", steps)  # a later docsum appends one
     with Store.open(path) as s:
         assert s.schema_version == 3
         assert s.conn.execute("SELECT a, b FROM t ORDER BY a").fetchall() == [(1, "trig"), (2, "trig")]
@@ -191,7 +192,7 @@ def test_migrations_apply_in_order_one_transaction_each(monkeypatch: pytest.Monk
         assert s.schema_version == 3
 
     # A failing migration rolls back entirely and leaves the version where it was.
-    monkeypatch.setattr(store_mod, "MIGRATIONS", [*steps, "CREATE TABLE u (x); INSERT INTO nope VALUES (1);"])
+    monkeypatch.setattr(sqlite_schema, "MIGRATIONS", [*steps, "CREATE TABLE u (x); INSERT INTO nope VALUES (1);"])
     with pytest.raises(sqlite3.OperationalError):
         Store.open(path)
     with sqlite3.connect(path) as raw:
@@ -415,8 +416,8 @@ def test_update_embedding_and_summary_matrix(store: Store) -> None:
 @given(st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=64))
 def test_embedding_round_trip_is_exact(values: list[float]) -> None:
     vec = np.array(values, dtype=np.float32)
-    blob = store_mod.encode_embedding(vec)
-    np.testing.assert_array_equal(store_mod.decode_embedding(blob), vec)
+    blob = records.encode_embedding(vec)
+    np.testing.assert_array_equal(records.decode_embedding(blob), vec)
 
 
 def test_interrupted_put_leaves_no_partial_document(store: Store) -> None:
@@ -460,7 +461,7 @@ def test_interrupt_by_keyboard_interrupt_rolls_back(store: Store, monkeypatch: p
             raise KeyboardInterrupt
         return json.dumps(value)
 
-    monkeypatch.setattr(store_mod.json, "dumps", exploding_dumps)
+    monkeypatch.setattr(json, "dumps", exploding_dumps)
     with pytest.raises(KeyboardInterrupt):
         store.put_document(doc, make_nodes(doc, 3))
     monkeypatch.undo()

@@ -14,10 +14,9 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 from docsum.store.records import CallRow, DocumentRecord, NodeRecord, StoredFile, StoredVersion
-from docsum.store.sqlite import Store
 from docsum.store.vectors import VectorChanges
 
 if TYPE_CHECKING:  # annotations only: the CLI imports this module for every command
@@ -63,6 +62,19 @@ def location_secrets(location: StoreLocation) -> list[str]:
     except ValueError:
         pass
     return secrets
+
+
+class ClosesOnExit:
+    """`with thing:` closes the thing at the end, whatever happened inside."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
 
 
 @runtime_checkable
@@ -137,6 +149,8 @@ def open_store(location: StoreLocation, *, create: bool = True, readonly: bool =
         from docsum.store.postgres import PostgresStore
 
         return PostgresStore.open(str(location), create=create, readonly=readonly)
+    from docsum.store.sqlite import Store  # not at the top: sqlite builds on this module
+
     return Store.open(Path(location), create=create, readonly=readonly)
 
 

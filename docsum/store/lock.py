@@ -13,15 +13,15 @@ import socket
 import sys
 import time
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from docsum.errors import DocsumError, StoreLockedError, os_reason
 from docsum.paths import private_umask
+from docsum.store.base import ClosesOnExit
 from docsum.store.records import utc_now
 
 
-class BuildLock:
+class BuildLock(ClosesOnExit):
     """Only one build per store at a time.
 
     fcntl.flock on a side file: the kernel drops the lock when the holder's
@@ -137,14 +137,10 @@ class BuildLock:
             finally:
                 os.close(fd)
 
-    def __enter__(self) -> BuildLock:
+    def __enter__(self) -> Self:
         self.acquire()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Release the lock (what leaving a `with BuildLock(...)` block does)."""
         self.release()

@@ -1,12 +1,19 @@
-"""The PostgreSQL store's schema: its migrations, applied in order under an
-advisory lock, and the checks that keep docsum off a schema it did not make
-(docsum.store.postgres opens stores through this)."""
+"""The PostgreSQL store's schema and driver: its migrations, applied in order
+under an advisory lock, the checks that keep docsum off a schema it did not
+make, and connecting through psycopg with errors that never carry the password
+(docsum.store.postgres opens stores through this).
+
+psycopg is imported only when a function here runs, so only for a PostgreSQL store."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from docsum.errors import DocsumError, StoreVersionError
+from docsum.errors import ConfigError, DocsumError, StoreVersionError
+from docsum.store.base import display_location, location_secrets
+from docsum.store.pgvector import SEARCH_PATH_SQL
 
 if TYPE_CHECKING:
     import psycopg
@@ -184,3 +191,47 @@ def migrate(conn: psycopg.Connection[Any], where: str) -> None:
                 return
             conn.execute(migrations[current])
             conn.execute(f"UPDATE {SCHEMA}.schema_version SET version = %s", (current + 1,))
+
+
+def psycopg_module() -> Any:
+    """psycopg, or a clear ConfigError saying how to install it."""
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise ConfigError("a postgresql:// store needs the psycopg package: pip install 'docsum[postgres]'") from exc
+    return psycopg
+
+
+def connect(url: str) -> psycopg.Connection[Any]:
+    """An autocommit connection whose search path finds docsum's tables (and pgvector's type)."""
+    psycopg = psycopg_module()
+    with driver_errors(url, "cannot connect"):
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        conn.execute(SEARCH_PATH_SQL)
+    return conn
+
+
+@contextlib.contextmanager
+def driver_errors(url: str, what: str = "") -> Iterator[None]:
+    """psycopg errors as one-line DocsumErrors that never carry the password."""
+    psycopg = psycopg_module()
+    try:
+        yield
+    except psycopg.Error as exc:
+        prefix = f"{display_location(url)}: {what + ': ' if what else ''}"
+        raise DocsumError(f"{prefix}{driver_message(url, exc)}") from None
+
+
+def driver_message(url: str, exc: BaseException) -> str:
+    """A driver's message on one line, any password of `url` replaced by ***
+    (for every path that shows one: errors, warnings, `config show`)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    for secret in location_secrets(url):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def pipeline(conn: psycopg.Connection[Any]) -> contextlib.AbstractContextManager[Any]:
+    """psycopg's pipeline mode where this libpq has it (14 and later), else nothing."""
+    return conn.pipeline() if psycopg_module().Pipeline.is_supported() else contextlib.nullcontext()

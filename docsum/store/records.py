@@ -141,6 +141,15 @@ DOC_COLUMNS = (
 )
 # Same columns without loading the embedding blobs (a few KB per document).
 DOC_COLUMNS_NO_EMBEDDING = DOC_COLUMNS.replace("embedding, embedding_model", "NULL, embedding_model")
+NODE_COLUMNS = "doc_id, seq, text, start_char, end_char, pages, token_count"
+
+
+def upsert_assignments(columns: str, keep: tuple[str, ...]) -> str:
+    """`c = excluded.c, ...` for every column of `columns` (a column list as
+    above) but the key (the first) and those in `keep`: the SET of an
+    INSERT ... ON CONFLICT DO UPDATE, in the syntax both dialects share."""
+    names = [c.strip() for c in columns.split(",")][1:]
+    return ", ".join(f"{c} = excluded.{c}" for c in names if c not in keep)
 
 
 def storable(text: str) -> str:
