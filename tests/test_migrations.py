@@ -24,6 +24,8 @@ from docsum.store.sqlite_schema import MIGRATIONS, split_statements
 from docsum.store import sqlite_schema
 
 LIST_QUERY = "SELECT doc_id FROM documents ORDER BY path, root"
+# Migration 1 as docsum released it, before the tables were declared once for both stores.
+V1_SCRIPT = Path(__file__).parent / "data" / "sqlite_store_v1.sql"
 
 
 def schema(conn: sqlite3.Connection) -> set[tuple[str, str, str]]:
@@ -75,6 +77,44 @@ def downgrade_to_v1(store: Path) -> None:
         assert schema(conn) == v1_schema()  # exactly what a v1 docsum creates
     finally:
         conn.close()
+
+
+def structure(conn: sqlite3.Connection) -> dict[str, Any]:
+    """Every table's columns, keys, foreign keys and indexes as SQLite reports
+    them: what the CREATE statements mean, whatever their wording."""
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    found: dict[str, Any] = {}
+    for table in tables:
+        indexes = conn.execute(f"PRAGMA index_list({table})").fetchall()
+        found[table] = {
+            "columns": conn.execute(f"PRAGMA table_xinfo({table})").fetchall(),
+            "kind": conn.execute("SELECT type, wr, strict FROM pragma_table_list WHERE name = ?", (table,)).fetchall(),
+            "foreign keys": conn.execute(f"PRAGMA foreign_key_list({table})").fetchall(),
+            "indexes": sorted(
+                (name, unique, origin, partial, conn.execute(f"PRAGMA index_xinfo({name})").fetchall())
+                for _seq, name, unique, origin, partial in indexes
+            ),
+        }
+    return found
+
+
+def test_the_first_migration_makes_the_tables_docsum_v1_made(tmp_path: Path) -> None:
+    """Migration 1 is written from the table declarations (docsum.store.tables)
+    since they were shared with PostgreSQL; the stores in the wild were made by
+    the literal script docsum released (tests/data/sqlite_store_v1.sql). Both
+    must make the same tables, column for column, or a new store and an
+    upgraded old one would differ."""
+    released, declared = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    try:
+        for statement in split_statements(V1_SCRIPT.read_text(encoding="utf-8")):
+            released.execute(statement)
+        for statement in split_statements(MIGRATIONS[0]):
+            declared.execute(statement)
+        assert structure(declared) == structure(released)
+        assert set(structure(declared)) == {"documents", "nodes", "failures", "runs", "calls", "meta", "sqlite_sequence"}
+    finally:
+        released.close()
+        declared.close()
 
 
 def test_migration_2_serves_the_listing_order(tmp_path: Path) -> None:

@@ -63,6 +63,50 @@ def doc(path: str, root: str = "/data", vector: list[float] | None = None) -> Do
 # ---------------------------------------------------------------- every command, same results
 
 
+def pg_structure(conn: Any, schema: str) -> dict[str, list[tuple[Any, ...]]]:
+    """The tables, columns, constraints, indexes and triggers of `schema`, with
+    the schema's own name taken out so two schemas compare."""
+    def rows(sql: str) -> list[tuple[Any, ...]]:
+        found = conn.execute(sql, (schema,)).fetchall()
+        return sorted(tuple(str(v).replace(f"{schema}.", "") for v in row) for row in found)
+
+    return {
+        "columns": rows(
+            "SELECT table_name, ordinal_position, column_name, data_type, is_nullable, column_default "
+            "FROM information_schema.columns WHERE table_schema = %s"
+        ),
+        "constraints": rows(
+            "SELECT c.relname, k.conname, pg_get_constraintdef(k.oid) FROM pg_constraint k "
+            "JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = k.connamespace WHERE n.nspname = %s"
+        ),
+        "indexes": rows("SELECT tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = %s"),
+        "triggers": rows(
+            "SELECT c.relname, t.tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND NOT t.tgisinternal"
+        ),
+    }
+
+
+def test_the_first_migration_makes_the_schema_docsum_v1_made(pg_url: str) -> None:
+    """Migration 1 is written from the table declarations shared with SQLite
+    (docsum.store.tables); the stores in the wild were made by the literal
+    script docsum released (tests/data/pg_store_v1.sql). Both must make the
+    same schema, or a new store and an old one would differ."""
+    import psycopg
+
+    released = (Path(__file__).parent / "data" / "pg_store_v1.sql").read_text(encoding="utf-8")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for schema, script in (("released", released), ("declared", pgschema.PG_MIGRATIONS[0])):
+            conn.execute(f"CREATE SCHEMA {schema}")
+            conn.execute(f"SET search_path TO {schema}")
+            conn.execute(script)
+        declared = pg_structure(conn, "declared")
+        assert declared == pg_structure(conn, "released")
+        assert {row[0] for row in declared["columns"]} == {
+            "documents", "removed_documents", "nodes", "failures", "runs", "calls", "meta", "claims"
+        }
+
+
 def test_every_command_gives_the_sqlite_results(tmp_path: Path, pg_url: str) -> None:
     sqlite = str(tmp_path / "s.sqlite")
     for store in (sqlite, pg_url):

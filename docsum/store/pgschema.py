@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from docsum.errors import ConfigError, DocsumError, StoreVersionError
 from docsum.store.base import display_location, location_secrets
 from docsum.store.pgvector import SEARCH_PATH_SQL
+from docsum.store.tables import V1_TABLES
 
 if TYPE_CHECKING:
     import psycopg
@@ -21,33 +22,24 @@ if TYPE_CHECKING:
 SCHEMA = "docsum"
 _MIGRATION_LOCK = 0x646F6373  # "docs": one advisory lock key for migrations
 
+# The columns only PostgreSQL's tables have, after the shared ones.
+PG_ONLY_COLUMNS: dict[str, tuple[str, ...]] = {
+    # The transaction that last wrote the row (a trigger sets it): what the
+    # vector file and other builders fetch changes by (docsum.store.postgres).
+    "documents": ("txid XID8 NOT NULL DEFAULT pg_current_xact_id()",),
+    # Who runs it: the run is alive while this backend is.
+    "runs": ("backend_pid INTEGER NOT NULL DEFAULT pg_backend_pid()",),
+}
+
 # Index i brings the schema from version i to i+1; append only, like the SQLite list.
 PG_MIGRATIONS: list[str] = [
-    """
-    CREATE TABLE documents (
-        doc_id              TEXT PRIMARY KEY,
-        path                TEXT NOT NULL,
-        root                TEXT NOT NULL,
-        size                BIGINT NOT NULL,
-        mtime_ns            BIGINT NOT NULL,
-        sha256              TEXT NOT NULL,
-        title               TEXT NOT NULL DEFAULT '',
-        kind                TEXT NOT NULL,
-        token_count         BIGINT NOT NULL,
-        page_count          INTEGER,
-        split_fingerprint   TEXT NOT NULL,
-        summary_fingerprint TEXT NOT NULL,
-        summary             TEXT NOT NULL,
-        summary_model       TEXT NOT NULL,
-        embedding           BYTEA,
-        embedding_model     TEXT,
-        added_at            TEXT NOT NULL,
-        updated_at          TEXT NOT NULL,
-        txid                XID8 NOT NULL DEFAULT pg_current_xact_id()
-    );
+    # v1: the tables both stores keep (docsum.store.tables), then PostgreSQL's own.
+    "\n".join(table.create("postgres", PG_ONLY_COLUMNS.get(table.name, ())) for table in V1_TABLES)
+    + """
     CREATE UNIQUE INDEX documents_root_path ON documents(root, path);
     CREATE INDEX documents_path_root ON documents(path, root);
     CREATE INDEX documents_txid ON documents(txid);
+    CREATE INDEX calls_run ON calls(run_id);
 
     CREATE TABLE removed_documents (
         doc_id TEXT NOT NULL,
@@ -71,59 +63,6 @@ PG_MIGRATIONS: list[str] = [
     CREATE TRIGGER documents_tombstone AFTER DELETE ON documents
         FOR EACH ROW EXECUTE FUNCTION bury_document();
 
-    CREATE TABLE nodes (
-        doc_id      TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
-        seq         INTEGER NOT NULL,
-        text        TEXT NOT NULL,
-        start_char  BIGINT NOT NULL,
-        end_char    BIGINT NOT NULL,
-        pages       TEXT NOT NULL DEFAULT '[]',
-        token_count BIGINT NOT NULL,
-        PRIMARY KEY (doc_id, seq)
-    );
-
-    CREATE TABLE failures (
-        root       TEXT NOT NULL,
-        path       TEXT NOT NULL,
-        error      TEXT NOT NULL,
-        attempts   INTEGER NOT NULL DEFAULT 1,
-        first_seen TEXT NOT NULL,
-        last_seen  TEXT NOT NULL,
-        PRIMARY KEY (root, path)
-    );
-
-    CREATE TABLE runs (
-        id                BIGSERIAL PRIMARY KEY,
-        kind              TEXT NOT NULL,
-        started_at        TEXT NOT NULL,
-        finished_at       TEXT,
-        status            TEXT NOT NULL DEFAULT 'running',
-        settings          TEXT NOT NULL DEFAULT '{}',
-        llm_calls         BIGINT NOT NULL DEFAULT 0,
-        prompt_tokens     BIGINT NOT NULL DEFAULT 0,
-        completion_tokens BIGINT NOT NULL DEFAULT 0,
-        usage             TEXT NOT NULL DEFAULT '{}',
-        documents         TEXT NOT NULL DEFAULT '{}',
-        backend_pid       INTEGER NOT NULL DEFAULT pg_backend_pid()  -- who runs it: alive while this backend is
-    );
-
-    CREATE TABLE calls (
-        id                BIGSERIAL PRIMARY KEY,
-        run_id            BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        kind              TEXT NOT NULL,
-        model             TEXT NOT NULL,
-        prompt_tokens     BIGINT NOT NULL DEFAULT 0,
-        completion_tokens BIGINT NOT NULL DEFAULT 0,
-        seconds           DOUBLE PRECISION NOT NULL DEFAULT 0,
-        ok                BOOLEAN NOT NULL,
-        at                TEXT NOT NULL
-    );
-    CREATE INDEX calls_run ON calls(run_id);
-
-    CREATE TABLE meta (
-        key   TEXT PRIMARY KEY,
-        value TEXT NOT NULL
-    );
     INSERT INTO meta (key, value) VALUES ('store_id', to_json(gen_random_uuid()::text)::text);
 
     CREATE TABLE claims (

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from docsum.store.tables import DOCUMENTS, NODES
+
 if TYPE_CHECKING:  # numpy is imported where vectors are touched: listing documents needs none
     import numpy as np
 
@@ -134,14 +136,11 @@ def dumps_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
 
 
-DOC_COLUMNS = (
-    "doc_id, path, root, size, mtime_ns, sha256, title, kind, token_count, page_count, "
-    "split_fingerprint, summary_fingerprint, summary, summary_model, embedding, embedding_model, "
-    "added_at, updated_at"
-)
+# The column lists every read and write names, in table order (docsum.store.tables).
+DOC_COLUMNS = DOCUMENTS.column_names
 # Same columns without loading the embedding blobs (a few KB per document).
 DOC_COLUMNS_NO_EMBEDDING = DOC_COLUMNS.replace("embedding, embedding_model", "NULL, embedding_model")
-NODE_COLUMNS = "doc_id, seq, text, start_char, end_char, pages, token_count"
+NODE_COLUMNS = NODES.column_names
 
 
 def upsert_assignments(columns: str, keep: tuple[str, ...]) -> str:
