@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from docsum.ingest.split import Chunk, _sentence_cuts, split_document, split_tokens
+from docsum.ingest.boundaries import sentence_cuts
+from docsum.ingest.split import Chunk, split_document, split_tokens
 from docsum.models.tokens import Tokenizer, tokenizer_for_model
 
 GPT4 = tokenizer_for_model("gpt-4")  # cl100k, no margin
@@ -21,7 +22,7 @@ PROPERTY_SETTINGS = settings(
 
 
 def sentences_of(text: str) -> list[str]:
-    cuts = _sentence_cuts(text, 0, len(text))
+    cuts = sentence_cuts(text, 0, len(text))
     bounds = [0, *cuts, len(text)]
     return [text[a:b].strip() for a, b in zip(bounds, bounds[1:])]
 

@@ -5,7 +5,8 @@ store can always point back at the exact source passage (and its pages).
 
 The text is first cut into small contiguous *atoms*: sentences inside
 paragraphs, and — only where a sentence is still larger than the chunk budget —
-phrases, words and finally character runs.  Atoms are then packed greedily.
+phrases, words and finally character runs (where each of those may be cut is
+docsum.ingest.boundaries; this module counts and packs).  Atoms are then packed greedily.
 Paragraphs that fit the budget are packed as a unit (a chunk ends at a
 paragraph break rather than in the middle of one), while overlaps are built
 from whole trailing sentences, which is why paragraphs are always split into
@@ -21,9 +22,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from docsum.ingest.boundaries import Cutter, Span, cut_spans, paragraph_cuts, phrase_cuts, sentence_cuts, word_cuts
 from docsum.models.tokens import Tokenizer
 from docsum.settings import default
 
@@ -37,42 +39,7 @@ class Chunk:
     token_count: int
 
 
-# A whitespace run holding two newlines always contains a blank line.  The
-# look-behind makes the match start at the beginning of the run (so the whole
-# run goes to the next paragraph) and stops the engine from retrying at every
-# position inside long whitespace runs; possessive quantifiers prevent
-# backtracking.
-_PARA_BREAK = re.compile(r"(?<!\s)[^\S\n]*+\n[^\S\n]*+\n")
-
-# Latin terminators count only before whitespace or the end, so "3.5", "e.g.x"
-# and URLs never split.  CJK text has no spaces between sentences, so 。！？ end
-# a sentence wherever they occur.  Closing quotes/brackets stay with the sentence.
-_SENTENCE_END = re.compile(r"""[.!?…]+['"”’»)\]]*(?=\s|\Z)|[。！？]+[」』”’）》】"']*""")
-_LAST_WORD = re.compile(r"\S+\Z")
-_NEXT_CHAR = re.compile(r"\s*(\S)")
-_INITIALS = re.compile(r"(?:[^\W\d_]\.)+")  # "U.S.", "e.g.", "J."
-_LEADING_OPENERS = "([{\"'“‘«"
-
-# Lower-case, with their final period.  "etc." is deliberately absent: it ends
-# sentences too often, and the "next word is lower-case" rule already keeps
-# "etc. and so on" together.
-_ABBREVIATIONS = frozenset(
-    {
-        "mr.", "mrs.", "ms.", "dr.", "prof.", "sr.", "jr.", "st.", "mt.", "ft.",
-        "vs.", "cf.", "al.", "fig.", "figs.", "eq.", "eqs.", "no.", "nos.", "vol.",
-        "vols.", "p.", "pp.", "ch.", "sec.", "approx.", "inc.", "ltd.", "co.",
-        "corp.", "dept.", "gen.", "gov.", "rev.", "jan.", "feb.", "mar.", "apr.",
-        "jun.", "jul.", "aug.", "sep.", "sept.", "oct.", "nov.", "dec.", "ph.d.",
-    }
-)  # fmt: skip
-
-# Latin separators need following whitespace ("1,000", "http://" stay whole).
-_PHRASE_END = re.compile(r"[,;:](?=\s)|[，；：、]")
-_WORD_START = re.compile(r"(?<!\s)\s")
 _NON_SPACE = re.compile(r"\S")
-
-_Span = tuple[int, int]
-_Cutter = Callable[[str, int, int], list[int]]
 
 
 def _validate(chunk_size: int, chunk_overlap: int) -> None:
@@ -82,56 +49,6 @@ def _validate(chunk_size: int, chunk_overlap: int) -> None:
         raise ValueError(f"chunk_overlap must not be negative (got {chunk_overlap})")
     if chunk_overlap >= chunk_size:
         raise ValueError(f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})")
-
-
-# --------------------------------------------------------------------------- cutters
-# A cutter returns the interior cut positions of text[start:end], ascending.
-# Whitespace before a cut position belongs to the piece that follows it.
-
-
-def _paragraph_cuts(text: str, start: int, end: int) -> list[int]:
-    return [m.start() for m in _PARA_BREAK.finditer(text, start, end) if start < m.start() < end]
-
-
-def _is_abbreviation(text: str, start: int, match: re.Match[str]) -> bool:
-    word_match = _LAST_WORD.search(text, max(start, match.start() - 40), match.end())
-    if word_match is None:
-        return False
-    word = word_match.group().lstrip(_LEADING_OPENERS).lower()
-    return word in _ABBREVIATIONS or _INITIALS.fullmatch(word) is not None
-
-
-def _sentence_cuts(text: str, start: int, end: int) -> list[int]:
-    cuts: list[int] = []
-    for m in _SENTENCE_END.finditer(text, start, end):
-        pos = m.end()
-        if pos >= end or pos <= start:
-            continue
-        if m.group()[0] in "。！？":
-            cuts.append(pos)
-            continue
-        nxt = _NEXT_CHAR.match(text, pos, end)
-        # A lower-case continuation means the period was not a sentence end
-        # ("etc. and", "approx. five").
-        if nxt is not None and nxt.group(1).islower():
-            continue
-        if "." in m.group() and _is_abbreviation(text, start, m):
-            continue
-        cuts.append(pos)
-    return cuts
-
-
-def _phrase_cuts(text: str, start: int, end: int) -> list[int]:
-    return [m.end() for m in _PHRASE_END.finditer(text, start, end) if start < m.end() < end]
-
-
-def _word_cuts(text: str, start: int, end: int) -> list[int]:
-    return [m.start() for m in _WORD_START.finditer(text, start, end) if start < m.start() < end]
-
-
-def _cut(start: int, end: int, cuts: list[int]) -> list[_Span]:
-    bounds = [start, *cuts, end]
-    return [(bounds[k], bounds[k + 1]) for k in range(len(bounds) - 1)]
 
 
 @dataclass(frozen=True)
@@ -214,11 +131,11 @@ class _Atoms:
 
 def _refine(
     text: str,
-    spans: list[_Span],
+    spans: list[Span],
     counts: list[int],
     budget: _Budget,
-    cutters: Sequence[_Cutter],
-) -> tuple[list[_Span], list[int], list[bool]]:
+    cutters: Sequence[Cutter],
+) -> tuple[list[Span], list[int], list[bool]]:
     """Split oversize spans level by level; returns spans, counts and which
     spans came from splitting (those never glue to neighbours)."""
     limit = budget.limit
@@ -226,11 +143,11 @@ def _refine(
     for cutter in cutters:
         if all(c <= limit for c in counts):
             break
-        replaced: dict[int, list[_Span]] = {}
-        pending: list[_Span] = []
+        replaced: dict[int, list[Span]] = {}
+        pending: list[Span] = []
         for idx, (s, e) in enumerate(spans):
             if counts[idx] > limit:
-                parts = _cut(s, e, cutter(text, s, e))
+                parts = cut_spans(s, e, cutter(text, s, e))
                 if len(parts) > 1:
                     replaced[idx] = parts
                     pending.extend(parts)
@@ -238,7 +155,7 @@ def _refine(
             continue
         # One batched count per level keeps counting linear in the text size.
         new_counts = iter(budget.raw_counts([text[s:e] for s, e in pending]))
-        next_spans: list[_Span] = []
+        next_spans: list[Span] = []
         next_counts: list[int] = []
         next_flags: list[bool] = []
         for idx, span in enumerate(spans):
@@ -255,7 +172,7 @@ def _refine(
         spans, counts, split_flags = next_spans, next_counts, next_flags
 
     if any(c > limit for c in counts):
-        final_spans: list[_Span] = []
+        final_spans: list[Span] = []
         final_counts: list[int] = []
         final_flags: list[bool] = []
         for (s, e), c, flag in zip(spans, counts, split_flags):
@@ -284,11 +201,11 @@ def _refine(
 
 
 def _document_atoms(text: str, budget: _Budget) -> _Atoms:
-    paragraphs = _cut(0, len(text), _paragraph_cuts(text, 0, len(text)))
-    sentences: list[_Span] = []
+    paragraphs = cut_spans(0, len(text), paragraph_cuts(text, 0, len(text)))
+    sentences: list[Span] = []
     para_of: list[int] = []
     for p_idx, (s, e) in enumerate(paragraphs):
-        for span in _cut(s, e, _sentence_cuts(text, s, e)):
+        for span in cut_spans(s, e, sentence_cuts(text, s, e)):
             sentences.append(span)
             para_of.append(p_idx)
     counts = budget.raw_counts([text[s:e] for s, e in sentences])
@@ -299,7 +216,7 @@ def _document_atoms(text: str, budget: _Budget) -> _Atoms:
 
     # Oversize sentences of all paragraphs are refined together (one batched
     # count per level), then mapped back to their paragraphs by position.
-    spans, sub_counts, split_flags = _refine(text, sentences, counts, budget, (_phrase_cuts, _word_cuts))
+    spans, sub_counts, split_flags = _refine(text, sentences, counts, budget, (phrase_cuts, word_cuts))
     para_starts = [s for s, _ in paragraphs]
     glue: list[bool] = []
     prev_para = -1
@@ -311,7 +228,7 @@ def _document_atoms(text: str, budget: _Budget) -> _Atoms:
 
 
 def _word_atoms(text: str, budget: _Budget) -> _Atoms:
-    words = _cut(0, len(text), _word_cuts(text, 0, len(text)))
+    words = cut_spans(0, len(text), word_cuts(text, 0, len(text)))
     counts = budget.raw_counts([text[s:e] for s, e in words])
     spans, counts, _ = _refine(text, words, counts, budget, ())
     return _Atoms([s for s, _ in spans], [e for _, e in spans], counts, [False] * len(spans))
@@ -342,7 +259,7 @@ def _split_further(text: str, start: int, end: int, budget: _Budget) -> list[tup
         return [(start, end, budget.raw_count(text[start:end]))]
     spans = [(core, core_end)]
     counts = [budget.raw_count(text[core:core_end])]
-    cutters: tuple[_Cutter, ...] = (_sentence_cuts, _phrase_cuts, _word_cuts)
+    cutters: tuple[Cutter, ...] = (sentence_cuts, phrase_cuts, word_cuts)
     spans, counts, _ = _refine(text, spans, counts, budget, cutters)
     parts = [(s, e, c) for (s, e), c in zip(spans, counts)]
     parts[0] = (start, parts[0][1], parts[0][2])
