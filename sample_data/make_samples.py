@@ -144,6 +144,13 @@ def build_pdf(title: str, pages: list[list[str]]) -> bytes:
         )
         objects[pid + 1] = b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"endstream"
 
+    return assemble_pdf(objects, " /Info 5 0 R")
+
+
+def assemble_pdf(objects: dict[int, bytes], trailer_extra: str = "") -> bytes:
+    """A PDF file of numbered `objects` (1 is the catalog) with a correct xref
+    table; `trailer_extra` goes into the trailer dictionary (the tests build
+    their hand-made PDFs with this too)."""
     # The binary comment line tells transfer tools the file is not text.
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets: dict[int, int] = {}
@@ -156,7 +163,7 @@ def build_pdf(title: str, pages: list[list[str]]) -> bytes:
     out += b"0000000000 65535 f \n"  # every xref entry is exactly 20 bytes
     for num in range(1, size):
         out += b"%010d 00000 n \n" % offsets[num]
-    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 5 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (size, xref_at)
+    out += f"trailer\n<< /Size {size} /Root 1 0 R{trailer_extra} >>\nstartxref\n{xref_at}\n%%EOF\n".encode()
     return bytes(out)
 
 

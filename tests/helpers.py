@@ -8,6 +8,8 @@ a FakeOpenAI server reached through `--base-url`, never a patched client.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import os
 import sqlite3
@@ -51,6 +53,40 @@ def as_nobody(command: list[str]) -> list[str]:
     """``command`` run as the unprivileged user: everything here runs as root,
     which ignores file permissions."""
     return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *command]
+
+
+@functools.cache
+def _sample_maker() -> Any:
+    """sample_data/make_samples.py as a module (a script, not a package)."""
+    spec = importlib.util.spec_from_file_location("make_samples", REPO / "sample_data" / "make_samples.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def assemble_pdf(objects: dict[int, bytes], trailer_extra: str = "") -> bytes:
+    """A PDF file of numbered `objects` (1 is the catalog) with a correct xref
+    table: the writer of the sample PDFs, which the tests' hand-made PDFs share."""
+    return bytes(_sample_maker().assemble_pdf(objects, trailer_extra))
+
+
+def run_cli_as_nobody(home: Path, *args: str | os.PathLike[str]) -> CliResult:
+    """`docsum ARGS` as the unprivileged user, with HOME and DOCSUM_HOME at
+    `home` (a folder that user can write) and stdin not a terminal."""
+    proc = subprocess.run(
+        as_nobody(cli_command(*args)), cwd=REPO, env=subprocess_env(HOME=str(home), DOCSUM_HOME=str(home)),
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_python_as_nobody(script: str, *args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
+    """`python -c SCRIPT ARGS` as the unprivileged user, with docsum importable."""
+    return subprocess.run(
+        as_nobody([sys.executable, "-c", script, *(str(a) for a in args)]),
+        env=subprocess_env(), capture_output=True, text=True, timeout=60, cwd=REPO,
+    )
 
 
 def write_file(path: Path, data: bytes | str) -> Path:

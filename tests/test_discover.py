@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, as_nobody, subprocess_env
+from helpers import run_python_as_nobody
 from helpers import write_file as write
 
 from docsum.errors import ConfigError
@@ -126,10 +124,7 @@ def test_unreadable_directory_is_an_error_and_protected(shared_dir: Path) -> Non
         "d = discover([Path(sys.argv[1])]); "
         "print(json.dumps([[f.relpath for f in d.files], [e.reason for e in d.errors], d.protected]))"
     )
-    proc = subprocess.run(
-        as_nobody([sys.executable, "-c", script, str(shared_dir)]),
-        env=subprocess_env(), capture_output=True, text=True, timeout=60, cwd=REPO,
-    )
+    proc = run_python_as_nobody(script, shared_dir)
     assert proc.returncode == 0, proc.stderr
     files, reasons, protected = json.loads(proc.stdout)
     assert files == ["ok.txt"]

@@ -9,22 +9,18 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
 from fakeopenai import FakeOpenAI, Reply
 from helpers import (
     NOBODY,
-    REPO,
     CliResult,
-    as_nobody,
-    cli_command,
     llm_args,
     make_docs,
     run_cli,
+    run_cli_as_nobody,
     stored_paths,
-    subprocess_env,
     write_file,
 )
 
@@ -121,13 +117,6 @@ def test_a_followed_symlink_whose_target_vanished_is_not_pruned(tmp_path: Path, 
 # --------------------------------------------------------------------------- unreadable parts, as a user
 
 
-def run_as_nobody(home: Path, *args: str | Path) -> CliResult:
-    command = as_nobody(cli_command(*args))
-    env = subprocess_env(HOME=str(home), DOCSUM_HOME=str(home))
-    proc = subprocess.run(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
-    return CliResult(proc.returncode, proc.stdout, proc.stderr)
-
-
 def test_an_unreadable_subfolder_is_reported_and_nothing_in_it_is_pruned(shared_dir: Path) -> None:
     folder = shared_dir / "d"
     write_file(folder / "a.txt", "Alpha notes about the harbour.\n")
@@ -140,10 +129,10 @@ def test_an_unreadable_subfolder_is_reported_and_nothing_in_it_is_pruned(shared_
     store = home / "s.sqlite"
     everything = {"a.txt", "sub/b.txt", "sub/c.txt"}
 
-    first = run_as_nobody(home, "build", folder, "--store", store)
+    first = run_cli_as_nobody(home, "build", folder, "--store", store)
     assert first.code == 0, first
     (folder / "sub").chmod(0)
-    second = run_as_nobody(home, "build", folder, "--store", store)
+    second = run_cli_as_nobody(home, "build", folder, "--store", store)
     assert second.code == 3, second
     assert "sub: cannot read directory: permission denied" in second.stderr
     assert "removed" not in second.stderr and "0 removed" in second.stdout
@@ -152,13 +141,13 @@ def test_an_unreadable_subfolder_is_reported_and_nothing_in_it_is_pruned(shared_
     # An unreadable root is the same: reported, nothing removed.
     (folder / "sub").chmod(0o755)
     folder.chmod(0)
-    third = run_as_nobody(home, "build", folder, "--store", store)
+    third = run_cli_as_nobody(home, "build", folder, "--store", store)
     folder.chmod(0o755)
     assert third.code == 3, third
     assert "0 removed" in third.stdout and stored_paths(store) == everything
 
     # Readable again: a normal build, nothing to do.
-    fourth = run_as_nobody(home, "build", folder, "--store", store)
+    fourth = run_cli_as_nobody(home, "build", folder, "--store", store)
     assert fourth.code == 0 and "3 unchanged" in fourth.stdout, fourth
 
 

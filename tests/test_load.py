@@ -4,14 +4,12 @@ import codecs
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pypdf
 import pytest
-from helpers import REPO, as_nobody, subprocess_env
+from helpers import assemble_pdf, run_python_as_nobody
 from helpers import write_file as write
 
 from docsum.errors import LoadError
@@ -59,22 +57,6 @@ def make_pdf(pages: list[list[str]], title: str | None = None) -> bytes:
         objects[info_id] = f"<< /Title {_pdf_string(title)} /Producer (docsum tests) >>".encode("latin-1")
         info_ref = f" /Info {info_id} 0 R"
     return assemble_pdf(objects, info_ref)
-
-
-def assemble_pdf(objects: dict[int, bytes], trailer_extra: str = "") -> bytes:
-    """A PDF file of numbered `objects` (1 is the catalog) with a correct xref table."""
-    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-    offsets: dict[int, int] = {}
-    for obj_id in sorted(objects):
-        offsets[obj_id] = len(out)
-        out += b"%d 0 obj\n" % obj_id + objects[obj_id] + b"\nendobj\n"
-    xref_at = len(out)
-    size = max(objects) + 1
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % size
-    for obj_id in range(1, size):
-        out += b"%010d 00000 n \n" % offsets[obj_id]
-    out += f"trailer\n<< /Size {size} /Root 1 0 R{trailer_extra} >>\nstartxref\n{xref_at}\n%%EOF\n".encode()
-    return bytes(out)
 
 
 TWO_PAGES = [
@@ -327,10 +309,7 @@ def test_unreadable_file(shared_dir: Path) -> None:
         "import sys; from pathlib import Path; from docsum.errors import LoadError; from docsum.ingest.load import load_file\n"
         "try:\n    load_file(Path(sys.argv[1]))\nexcept LoadError as exc:\n    print(exc.reason)"
     )
-    proc = subprocess.run(
-        as_nobody([sys.executable, "-c", script, str(path)]),
-        env=subprocess_env(), capture_output=True, text=True, timeout=60, cwd=REPO,
-    )
+    proc = run_python_as_nobody(script, path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "permission denied\n"
 

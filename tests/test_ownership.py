@@ -5,22 +5,19 @@ suite runs as root, for whom every permission check passes."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE_DOCS, cli_command, run_cli, subprocess_env
+from helpers import SAMPLE_DOCS, run_cli, run_cli_as_nobody
 
 from docsum.errors import DocsumError
 from docsum.store.lock import BuildLock
 from docsum.store.sqlite import Store
 
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
 def _foreign_database(path: Path, user_version: int = 0) -> bytes:
@@ -84,13 +81,6 @@ def test_a_reader_never_creates_a_store_in_an_empty_file(tmp_path: Path) -> None
     assert empty.read_bytes() == b"" and _leftovers(empty) == []
 
 
-def _as_nobody(*args: str | os.PathLike[str], home: Path) -> subprocess.CompletedProcess[str]:
-    env = subprocess_env(DOCSUM_HOME=str(home))
-    return subprocess.run(
-        [*NOBODY, *cli_command(*args)], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120
-    )
-
-
 def test_a_store_in_a_read_only_folder_can_be_read(shared_dir: Path) -> None:
     store_dir = shared_dir / "stores"
     store = store_dir / "docs.sqlite"
@@ -106,10 +96,10 @@ def test_a_store_in_a_read_only_folder_can_be_read(shared_dir: Path) -> None:
     home.mkdir(mode=0o777)
     home.chmod(0o777)
 
-    listed = _as_nobody("summaries", "--store", store, home=home)
-    assert listed.returncode == 0, listed.stderr
+    listed = run_cli_as_nobody(home, "summaries", "--store", store)
+    assert listed.code == 0, listed
     assert len(listed.stdout.splitlines()) == len(list(SAMPLE_DOCS.iterdir()))
-    asked = _as_nobody("ask", "How much did Brindle & Daughter pay for the oven?", "--store", store, "--json", home=home)
-    assert asked.returncode == 0, asked.stderr
+    asked = run_cli_as_nobody(home, "ask", "How much did Brindle & Daughter pay for the oven?", "--store", store, "--json")
+    assert asked.code == 0, asked
     assert "error" not in asked.stderr
     assert _leftovers(store) == ["docs.sqlite.bm25", "docs.sqlite.lock", "docs.sqlite.vectors"]

@@ -23,15 +23,14 @@ from fakeopenai import FakeOpenAI
 from helpers import (
     EVAL_PDFS,
     NOBODY,
-    REPO,
     SAMPLE_DOCS,
-    as_nobody,
     cli_command,
     llm_args,
     make_docs,
     marker,
     requests_per_marker,
     run_cli,
+    run_cli_as_nobody,
     spawn_cli,
     store_count,
     stored_paths,
@@ -206,13 +205,9 @@ def test_unreadable_file_fails_with_a_reason(shared_dir: Path) -> None:
         os.chown(path, NOBODY, NOBODY)
     secret.chmod(0)
     # Root reads any file: run docsum as the unprivileged user.
-    proc = subprocess.run(
-        as_nobody(cli_command("build", folder, "--store", home / "s.sqlite", "--json")), cwd=REPO,
-        env=subprocess_env(HOME=str(home), DOCSUM_HOME=str(home)), stdin=subprocess.DEVNULL,
-        capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 3, proc.stderr
-    data = json.loads(proc.stdout)
+    result = run_cli_as_nobody(home, "build", folder, "--store", home / "s.sqlite", "--json")
+    assert result.code == 3, result
+    data = result.json()
     assert data["failures"] == [{"path": "secret.txt", "error": "permission denied", "attempts": 1}]
     assert data["documents"]["added"] == 1
 
