@@ -65,6 +65,7 @@ class PostgresStore(SqlStore):
     """One connection to a docsum schema in PostgreSQL. Open with PostgresStore.open()."""
 
     ABANDONED_RUN_CONDITION = f" AND {pgclaims.backend_gone('runs')}"
+    UPSERT_SUFFIX = " RETURNING doc_id"
 
     def __init__(self, url: str, conn: psycopg.Connection[Any], readonly: bool, claim_seconds: float) -> None:
         self._url = url
@@ -168,8 +169,6 @@ class PostgresStore(SqlStore):
 
     def _insert_id(self, conn: Executor, sql: str, params: Sequence[Any]) -> int:
         return int(conn.execute(pg_placeholders(sql + " RETURNING id"), params).fetchone()[0])
-
-    UPSERT_SUFFIX = " RETURNING doc_id"
 
     def _upserted(self, cursor: Any) -> bool:
         return cursor.fetchone() is not None

@@ -83,15 +83,6 @@ _RUN_JSON_KEYS = ("settings", "usage", "documents")
 _CALL_KEYS = ("kind", "model", "prompt_tokens", "completion_tokens", "seconds", "ok", "at")
 
 
-class Cursor(Protocol):
-    """What both drivers' execute() returns, as far as this module reads it."""
-
-    @property
-    def rowcount(self) -> int: ...
-    def fetchone(self) -> Any: ...
-    def fetchall(self) -> list[Any]: ...
-
-
 class Executor(Protocol):
     """A connection inside a write transaction (sqlite3 or psycopg)."""
 
@@ -107,6 +98,11 @@ class SqlStore(ClosesOnExit):
     # must also check that no live backend still runs it; SQLite's build lock
     # already says no run is alive.
     ABANDONED_RUN_CONDITION = ""
+    # Appended to the document upsert; _upserted then reads from its cursor
+    # whether the row was written: SQLite by the row count (RETURNING needs
+    # SQLite 3.35), PostgreSQL by the row RETURNING gives, read at the end of
+    # its pipelined transaction.
+    UPSERT_SUFFIX = ""
 
     # ------------------------------------------------------------------ driver hooks
 
@@ -131,11 +127,6 @@ class SqlStore(ClosesOnExit):
     def _insert_id(self, conn: Executor, sql: str, params: Sequence[Any]) -> int:
         """Run an INSERT into a table with a generated id; return that id."""
         raise NotImplementedError
-
-    # Appended to the document upsert, and how its cursor says the row was
-    # written: SQLite by its row count (it has RETURNING only from 3.35), the
-    # PostgreSQL pipeline by a returned row (a row count would end the pipeline).
-    UPSERT_SUFFIX = ""
 
     def _upserted(self, cursor: Any) -> bool:
         return int(cursor.rowcount) > 0
@@ -259,7 +250,8 @@ class SqlStore(ClosesOnExit):
         node_rows = [node_params(n) for n in nodes]  # before the transaction: a bad node fails it early
         self._ready_for_vector(doc.embedding, doc.embedding_model)
         with self._document_transaction() as conn:
-            written = self._exec(conn, _DOCUMENT_UPSERT + self.UPSERT_SUFFIX, (*document_params(doc, doc.added_at or now, now), bool(doc.added_at)))
+            row = (*document_params(doc, doc.added_at or now, now), bool(doc.added_at))
+            written = self._exec(conn, _DOCUMENT_UPSERT + self.UPSERT_SUFFIX, row)
             # Replace, not merge: a re-split document may have fewer nodes.
             self._exec(conn, "DELETE FROM nodes WHERE doc_id = ?", (doc.doc_id,))
             if node_rows:
