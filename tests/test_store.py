@@ -382,6 +382,17 @@ def test_list_documents_is_ordered_by_path(store: Store) -> None:
     assert [d.path for d in store.list_documents()] == ["a/b.txt", "a/z.txt", "b.txt", "c.txt"]
 
 
+def test_stored_files_are_what_a_build_compares_in_listing_order(store: Store) -> None:
+    docs = [make_doc(p) for p in ("c.txt", "a/z.txt", "b.txt")]
+    for doc in docs:
+        store.put_document(doc, make_nodes(doc, 2))
+    listed = [
+        (d.doc_id, d.root, d.path, d.size, d.mtime_ns, d.sha256, d.split_fingerprint, d.summary_fingerprint)
+        for d in store.list_documents()
+    ]
+    assert [tuple(f) for f in store.stored_files()] == listed and [f.path for f in store.stored_files()] == ["a/z.txt", "b.txt", "c.txt"]
+
+
 def test_update_embedding_and_summary_matrix(store: Store) -> None:
     assert store.summary_matrix() == ([], None, None)
     a, b = make_doc("a.txt"), make_doc("b.txt")
