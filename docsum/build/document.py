@@ -47,7 +47,7 @@ class DocumentWorker:
         self.summarizer = TreeSummarize(llm, summary_template=self.template)
         self.budget = PromptBudget(llm.metadata)
         self.pool: ParsePool | None = None
-        self.embedder = SummaryEmbedder(llm)
+        self.embedder = SummaryEmbedder(llm, capacity=options.limits.embed_batch)
         self.run_id = 0
         self.recorded: set[int] = set()
         self._embed_dims: dict[str, int] = {}  # embedding model -> size of the vectors the store holds

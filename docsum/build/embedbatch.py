@@ -54,7 +54,7 @@ class SummaryEmbedder:
     knows how many documents could still join a batch. Make one per run: it
     holds an asyncio semaphore bound to the run's event loop."""
 
-    def __init__(self, llm: LLM, capacity: int = 16, window: float = 0.5) -> None:
+    def __init__(self, llm: LLM, capacity: int, window: float = 0.5) -> None:
         self.llm = llm
         self.capacity = max(1, capacity)
         self.window = window
