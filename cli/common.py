@@ -203,8 +203,10 @@ _AS_PARSED = _AsParsed()
 def _runtime_param(param: TyperOption | TyperArgument, inherited: Callable[[Any], Any]) -> Any:
     """How `param`'s value is coerced: a text or switch parameter is not sent
     through typer's pydantic coercion (see `_AsParsed`); any other (a Path)
-    still is."""
-    if param.type_descriptor.annotation in _TEXT_ANNOTATIONS:
+    still is. Read defensively: `type_descriptor` is typer's, not a promise,
+    and a typer without it must still coerce every value its own way."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if annotation is not None and annotation in _TEXT_ANNOTATIONS:
         return _AS_PARSED
     return inherited(param)
 
