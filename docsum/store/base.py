@@ -10,12 +10,13 @@ is the only form of it that is ever printed or stored.
 
 from __future__ import annotations
 
-import re
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
+from docsum.sanitize import mask_url, url_credentials, url_query_secrets
 from docsum.store.records import CallRow, DocumentRecord, NodeRecord, StoredFile, StoredVersion
 from docsum.store.vectors import VectorChanges
 
@@ -27,10 +28,6 @@ if TYPE_CHECKING:  # annotations only: the CLI imports this module for every com
 StoreLocation = Path | str
 
 _PG_SCHEMES = ("postgresql://", "postgres://")
-# user:password@ in the authority part, and password=... as a keyword or query parameter.
-_URL_PASSWORD = re.compile(r"^(?P<head>[a-z]+://[^/@:?#]*):(?P<secret>[^@/?#]*)@", re.IGNORECASE)
-# libpq takes two: `password`, and `sslpassword` (the client key's passphrase).
-_PARAM_PASSWORD = re.compile(r"(?P<head>(?:^|[?&\s])(?:ssl)?password\s*=\s*)(?P<secret>'[^']*'|[^&\s]*)", re.IGNORECASE)
 
 
 def is_postgres(location: StoreLocation) -> bool:
@@ -39,29 +36,26 @@ def is_postgres(location: StoreLocation) -> bool:
 
 
 def display_location(location: StoreLocation) -> str:
-    """`location` fit for output: a connection string's password replaced by ***."""
+    """`location` fit for output: a connection URL's password (and any
+    credential-like parameter, such as libpq's `sslpassword`) replaced by ***,
+    by the same rule as every URL docsum prints (docsum.sanitize.mask_url)."""
     text = str(location)
-    if not is_postgres(location):
-        return text
-    text = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}:***@", text)
-    return _PARAM_PASSWORD.sub(lambda m: f"{m.group('head')}***", text)
+    return mask_url(text) if is_postgres(location) else text
 
 
 def location_secrets(location: StoreLocation) -> list[str]:
-    """The passwords inside a connection string (for the CLI's output redaction)."""
+    """The passwords inside a connection URL, as typed and percent-decoded
+    (a driver's error may echo either), for the CLI's output redaction."""
     if not is_postgres(location):
         return []
-    text = str(location)
-    found = [m.group("secret") for m in _URL_PASSWORD.finditer(text)]
-    found += [m.group("secret").strip("'") for m in _PARAM_PASSWORD.finditer(text)]
-    secrets = [s for s in found if s]
-    try:  # the percent-decoded form is what a driver error would echo
-        from urllib.parse import unquote
-
-        secrets += [unquote(s) for s in secrets if unquote(s) != s]
-    except ValueError:
-        pass
-    return secrets
+    text = str(location).strip()
+    secrets: list[str] = []
+    credentials = url_credentials(text)
+    if credentials and credentials[1]:
+        typed = urllib.parse.urlsplit(text).netloc.rpartition("@")[0].partition(":")[2]
+        secrets += [typed, credentials[1]]
+    secrets += url_query_secrets(text)
+    return list(dict.fromkeys(s for s in secrets if s))
 
 
 class ClosesOnExit:
