@@ -188,7 +188,8 @@ class _Walker:
             return
         if not stat.S_ISREG(st.st_mode):
             # A FIFO or device named *.txt would block or never end on read.
-            self.errors.append(LoadError(printable_name(str(path)), "not a regular file"))
+            # Named like every other failure of the folder: by its path in it.
+            self.errors.append(LoadError(printable_name(relpath), "not a regular file"))
             return
         self.candidates.append(_Candidate(printable_name(relpath), path, root, resolved, via_symlink, st))
 
