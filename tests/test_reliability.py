@@ -161,16 +161,19 @@ def test_awkward_text_files(tmp_path: Path) -> None:
     spaced.parent.mkdir()
     spaced.write_text("# Sitzung\n\nDie Ärzte besprachen die neue Fähre nach Süderoog.\n", encoding="utf-8")
     (folder / "fake.pdf").write_bytes(b"this is not a pdf at all\n")
+    (folder / "page.pdf").write_bytes(b"<!DOCTYPE html><html><body>Download failed</body></html>\n")
     os.mkfifo(folder / "fifo.txt")  # would block a naive reader forever
 
     result, data = build_json(store, folder)
     assert result.code == 3, result
     # Every failure is named by its path in the folder, a FIFO's too.
     failed = {f["path"]: f["error"] for f in data["failures"]}
-    assert set(failed) == {"empty.txt", "binary.txt", "fake.pdf", "fifo.txt"}, failed
+    assert set(failed) == {"empty.txt", "binary.txt", "fake.pdf", "page.pdf", "fifo.txt"}, failed
     assert "empty" in failed["empty.txt"]
     assert "binary" in failed["binary.txt"]
-    assert "PDF" in failed["fake.pdf"]
+    # Not "damaged PDF": the file never was one, and the error says what it is.
+    assert failed["fake.pdf"].endswith("not a PDF: no %PDF- signature"), failed
+    assert failed["page.pdf"].endswith("not a PDF: no %PDF- signature; the file looks like an HTML page"), failed
     assert "not a regular file" in failed["fifo.txt"]
     assert all(one_line(e) for e in failed.values())
     rel = "minutes of the räte/Protokoll für Ärzte – 2024.md"

@@ -156,6 +156,11 @@ def load_pdf(path: Path, data: bytes) -> LoadedDocument:
             return _page_by_page(path, [pdfium]) or _document(path, pdfium, EXTRACTOR_PDFIUM)
         if pdfium_problem == "no text":
             raise LoadError(label, "no extractable text (scanned or image-only PDF?)") from exc
+        not_pdf = not_a_pdf(data)
+        if not_pdf:
+            # "damaged PDF: PdfStreamError" would send the user hunting for a
+            # repair tool when the file is a saved web page or a renamed .docx.
+            raise LoadError(label, not_pdf) from exc
         raise
     if pdfium is not None and pdfium_problem == "garbled":
         mixed = _page_by_page(path, [pdfium, fallback])
@@ -170,6 +175,28 @@ def load_pdf(path: Path, data: bytes) -> LoadedDocument:
     if pdfium_problem not in ("no text", "password", "garbled"):
         fallback.warnings.insert(0, one_line(f"PDFium could not open the file ({pdfium_problem}); read with pypdf"))
     return _document(path, fallback, EXTRACTOR_PYPDF)
+
+
+# What a file named .pdf that is not one usually is, by its first bytes.
+_OTHER_FORMATS: tuple[tuple[bytes, str], ...] = (
+    (b"<!doctype html", "an HTML page"),
+    (b"<html", "an HTML page"),
+    (b"<?xml", "an XML file"),
+    (b"pk\x03\x04", "a ZIP archive (a .docx, .xlsx or .epub?)"),
+    (b"\x89png", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"{", "JSON or text"),
+)
+
+
+def not_a_pdf(data: bytes) -> str | None:
+    """Why ``data`` is not a PDF at all, or None when it carries the PDF
+    signature. Readers accept "%PDF-" anywhere in the first KiB, so does this."""
+    if b"%PDF-" in data[:1024]:
+        return None
+    head = data[:64].lstrip().lower()
+    kind = next((name for magic, name in _OTHER_FORMATS if head.startswith(magic)), None)
+    return f"not a PDF: no %PDF- signature; the file looks like {kind}" if kind else "not a PDF: no %PDF- signature"
 
 
 def _has_text(texts: list[str]) -> bool:
