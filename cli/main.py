@@ -178,7 +178,8 @@ def ask(
     if items is not None:
         return _ask_many(common, llm, items, options, explain)
     assert question is not None
-    explain_to = (lambda msg: env.error(f"explain: {msg}")) if explain else None
+    # One line per explain entry, whatever a file name or summary holds.
+    explain_to = (lambda msg: env.error(f"explain: {clean_name(msg)}")) if explain else None
     # Intermediate calls (refine steps, tree levels) are progress: shown on a
     # terminal, with -v or --explain elsewhere; never on stdout.
     progress_to = env.info if env.verbose or explain or env.stderr_isatty else None
@@ -213,19 +214,29 @@ def _read_question_file(source: str) -> list[Question]:
     from docsum.query.question import read_questions
 
     where = "stdin" if source == "-" else source
-    return read_questions(_read_text(source, "the questions").splitlines(), where)
+    # Split as bytes and decoded line by line: a line that is not UTF-8 is
+    # that question's error, and the rest are still answered.
+    return read_questions(_read_bytes(source, "the questions").split(b"\n"), where)
 
 
-def _read_text(source: str, what: str) -> str:
-    """The text of a file, or of stdin for "-"; unreadable is a usage error naming the source."""
+def _read_bytes(source: str, what: str) -> bytes:
+    """The bytes of a file, or of stdin for "-"; unreadable is a usage error naming the source."""
     where = "stdin" if source == "-" else source
     try:
         if source == "-":
-            return sys.stdin.buffer.read().decode("utf-8")
-        return Path(source).expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(f"{where}: cannot read {what} ({reason})") from None
+            return sys.stdin.buffer.read()
+        return Path(source).expanduser().read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read {what} ({exc.strerror or exc})") from None
+
+
+def _read_text(source: str, what: str) -> str:
+    """The UTF-8 text of a file or of stdin ("-"), without a byte-order mark."""
+    try:
+        return _read_bytes(source, what).decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        where = "stdin" if source == "-" else source
+        raise ConfigError(f"{where}: cannot read {what} (not UTF-8 text: byte {exc.start + 1})") from None
 
 
 def _ask_many(common: Common, llm: LLM, items: list[Question], options: AskOptions, explain: bool) -> int:
@@ -240,14 +251,14 @@ def _ask_many(common: Common, llm: LLM, items: list[Question], options: AskOptio
         code = exit_code_of(result)
         codes.append(code)
         if isinstance(result, DocsumError):
-            env.error(f"docsum: question {item.id}: error: {result}")
+            env.error(f"docsum: question {clean_name(str(item.id))}: error: {result}")
             data: dict[str, Any] = {"question": item.text, "answer": "", "status": "error", "reason": str(result)}
         else:
             data = result.as_dict()
         env.out(json.dumps({"id": item.id, **data, "exit_code": code}, ensure_ascii=False, default=str))
 
     def explain_to(item: Question, msg: str) -> None:
-        env.error(f"explain [{item.id}]: {msg}")
+        env.error(f"explain [{clean_name(str(item.id))}]: {clean_name(msg)}")
 
     async def go() -> None:
         try:

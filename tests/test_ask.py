@@ -373,6 +373,20 @@ def test_explain_lists_candidates_steps_and_the_plan(sample_store: Path) -> None
     assert re.match(r"plan: \d+ document\(s\) → \d+ node\(s\) → \d+ tokens → \d+ LLM call\(s\) in compact mode", plan[0])
 
 
+def test_explain_keeps_each_entry_on_one_line_whatever_a_file_is_called(tmp_path: Path) -> None:
+    """A newline in a file name split its --explain entry over two lines."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tide\ntables.txt").write_text("High water at the harbour is at noon on Sundays.\n", encoding="utf-8")
+    (docs / "ferries.txt").write_text("The ferry to the island leaves at nine.\n", encoding="utf-8")
+    store = tmp_path / "s.sqlite"
+    assert run("build", docs, "--store", store, "--llm", "extractive")[0] == 0
+    code, out, err = run("ask", "When is high water at the harbour?", "--store", store, "--llm", "extractive", "--explain")
+    assert code == 0, err
+    assert all(line.startswith(("explain: ", "docsum: ")) for line in err.splitlines()), err
+    assert any(line.startswith("explain: [x] ") and "tide\\ntables.txt" in line for line in err.splitlines()), err
+
+
 def test_plan_is_said_before_any_synthesis_call(sample_store: Path) -> None:
     with FakeOpenAI(responder=smart()) as fake:
         said: list[tuple[str, list[str]]] = []

@@ -82,6 +82,10 @@ def test_bad_question_files_are_usage_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no questions"):
         load_questions(empty)
     assert run_cli("eval", tmp_path / "missing.jsonl").code == 2
+    # A byte-order mark (Windows editors write one) is not a bad first line.
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + b'{"question": "When?", "gold_docs": ["a.txt"]}\n')
+    assert [q.question for q in load_questions(marked)] == ["When?"]
 
 
 def test_offline_eval_with_baseline_and_kinds(corpus: tuple[Path, Path, Path]) -> None:

@@ -69,6 +69,30 @@ def test_exit_code_is_the_worst_of_the_answers(sample_store: Path, tmp_path: Pat
     assert "docsum: question 1: error:" in result.stderr
 
 
+def test_one_bad_line_of_a_questions_file_costs_only_itself(sample_store: Path, tmp_path: Path) -> None:
+    """A byte that is not UTF-8 refused the whole file, a line nested 100,000
+    deep was a traceback, and a byte-order mark made the first JSON line a
+    literal question."""
+    questions = tmp_path / "q.jsonl"
+    questions.write_bytes(
+        b"\xef\xbb\xbf" + json.dumps({"id": "lib", "question": LIBRARY}).encode() + b"\n"
+        + b"caf\xe9 in latin-1?\n"
+        + b'{"question": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+        + json.dumps({"id": "two\nlines\u001b[2J", "question": ""}).encode() + b"\r\n"
+        + OVEN.encode() + b"\r\n"
+    )
+    result = run_cli("ask", "--questions", questions, "--store", sample_store, "--llm", "extractive")
+    assert result.code == 2, result
+    got = answers(result.stdout)
+    assert got["lib"]["question"] == LIBRARY and got["lib"]["status"] == "ok"
+    assert got[5]["question"] == OVEN and got[5]["status"] == "ok"
+    assert got[2]["reason"] == f"{questions}:2: not UTF-8 text (byte 4 of the line)"
+    assert got[3]["reason"] == f"{questions}:3: not valid JSON (nested too deeply)"
+    assert got["two\nlines\u001b[2J"]["status"] == "error"  # the id is kept as given in the JSON...
+    # ...but printed on one inert line.
+    assert "docsum: question two\\nlines\\x1b[2J: error: the question is empty" in result.stderr, result.stderr
+
+
 def test_questions_from_stdin_and_usage_errors(sample_store: Path, tmp_path: Path) -> None:
     result = run_cli("ask", "--questions", "-", "--store", sample_store, "--llm", "extractive", input=f"{LIBRARY}\n{OVEN}\n")
     assert result.code == 0 and sorted(answers(result.stdout)) == [1, 2]
@@ -85,6 +109,8 @@ def test_one_question_from_stdin(sample_store: Path) -> None:
     assert piped.code == typed.code == 0, piped
     assert json.loads(piped.stdout)["question"] == OVEN
     assert json.loads(piped.stdout)["answer"] == json.loads(typed.stdout)["answer"]
+    marked = run_cli("ask", "-", "--store", sample_store, "--llm", "extractive", "--json", input=f"\ufeff{OVEN}\n")
+    assert json.loads(marked.stdout)["question"] == OVEN  # a byte-order mark is not part of the question
     empty = run_cli("ask", "-", "--store", sample_store, "--llm", "extractive", input="\n")
     assert empty.code == 2 and "the question is empty" in empty.stderr
 

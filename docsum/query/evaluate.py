@@ -60,7 +60,8 @@ def load_questions(path: Path) -> list[EvalQuestion]:
     ConfigError (exit 2) naming the file and the line, never a crash."""
     out: list[EvalQuestion] = []
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not JSON.
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read questions ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:

@@ -66,13 +66,24 @@ class Question:
     error: str = ""
 
 
-def read_questions(lines: Iterable[str], where: str) -> list[Question]:
+def read_questions(lines: Iterable[str | bytes], where: str) -> list[Question]:
     """JSON lines ({"question": ..., "id": ...}) or one plain question per
     line; blank lines are skipped. A line that starts like JSON but is not a
-    usable object is kept as an error (reported in its place, exit 2)."""
+    usable object, or (given as bytes) is not UTF-8, is kept as an error
+    (reported in its place, exit 2): one bad line never costs the others. A
+    byte-order mark before the first line (Windows editors write one) is not
+    part of it."""
     out: list[Question] = []
-    for number, line in enumerate(lines, start=1):
-        text = line.strip()
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                out.append(Question(number, "", f"{where}:{number}: not UTF-8 text (byte {exc.start + 1} of the line)"))
+                continue
+        else:
+            line = raw
+        text = (line.removeprefix("\ufeff") if number == 1 else line).strip()
         if not text:
             continue
         if not text.startswith("{"):
@@ -82,6 +93,9 @@ def read_questions(lines: Iterable[str], where: str) -> list[Question]:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             out.append(Question(number, "", f"{where}:{number}: not valid JSON ({exc.msg})"))
+            continue
+        except RecursionError:  # json recurses per nesting level; a hostile line must not end the batch
+            out.append(Question(number, "", f"{where}:{number}: not valid JSON (nested too deeply)"))
             continue
         qid = data.get("id", number) if isinstance(data, dict) else number
         if not isinstance(qid, (str, int, float)) or isinstance(qid, bool):
