@@ -174,8 +174,14 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        values = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        # utf-8-sig: Windows editors start the file with a byte-order mark,
+        # which TOML itself would refuse as "Invalid statement" at line 1.
+        values = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read config file (not UTF-8 text: byte {exc.start + 1})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file ({exc.strerror or exc})") from exc
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config file ({exc})") from exc
     unknown = sorted(k for k in values if k not in SETTING_BY_NAME or not SETTING_BY_NAME[k].in_file)
     if unknown:

@@ -57,6 +57,23 @@ def test_a_bad_value_from_the_config_file_is_exit_2_naming_the_file(
     assert f"{config}: bad value for {name}" in result.stderr
 
 
+def test_a_config_file_from_a_windows_editor_is_read_and_one_in_latin_1_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A byte-order mark was "Invalid statement (at line 1, column 1)", and a
+    file that is not UTF-8 was an error that did not name the file."""
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("DOCSUM_CONFIG", str(config))
+    config.write_bytes(b"\xef\xbb\xbftop_k = 2\r\n")
+    result = run_cli("config", "show")
+    assert result.code == 0, result
+    assert re.search(r"top_k\s*=\s*2\b", result.stdout), result.stdout
+    config.write_bytes(b'top_k = 2\nmodel = "caf\xe9"\n')
+    result = run_cli("config", "show")
+    assert result.code == 2, result
+    assert f"{config}: cannot read config file (not UTF-8 text: byte 23)" in result.stderr
+
+
 @pytest.mark.parametrize("toml", ["timeout = nan", "timeout = inf", "concurrency = 2.5", "concurrency = true", "top_k = [1]", "timeout = {a = 1}"])
 def test_a_config_value_of_the_wrong_kind_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str) -> None:
     config = tmp_path / "config.toml"
