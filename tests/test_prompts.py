@@ -4,6 +4,8 @@ document text, EmotionPrompt stimuli."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from docsum.errors import ConfigError, ExitCode, TemplateVariableError
@@ -188,3 +190,15 @@ def test_load_template_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
         load_template_file(bad, KIND_TEXT_QA, "bad")
     with pytest.raises(ConfigError, match="cannot read"):
         load_template_file(tmp_path / "missing.txt", KIND_TEXT_QA, "m")
+
+
+def test_a_template_file_from_a_windows_editor_is_read_and_one_in_latin_1_is_named(tmp_path: Path) -> None:
+    """A byte-order mark went into every prompt, and a Latin-1 file was an
+    error that did not name the file."""
+    marked = tmp_path / "marked.txt"
+    marked.write_bytes(b"\xef\xbb\xbfUse {context_str} to answer {query_str}")
+    assert load_template_file(marked, KIND_TEXT_QA, "m").template.startswith("Use ")
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(b"R\xe9ponds \xe0 {query_str} avec {context_str}")
+    with pytest.raises(ConfigError, match=r"latin\.txt: cannot read template \(not UTF-8 text: byte 2\)"):
+        load_template_file(latin, KIND_TEXT_QA, "l")

@@ -134,7 +134,10 @@ def _render(text: str, values: dict[str, str]) -> str:
 
 def load_template_file(path: Path, kind: str, name: str) -> PromptTemplate:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark from a Windows editor is not prompt text.
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read template (not UTF-8 text: byte {exc.start + 1})") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read template ({exc.strerror or exc})") from exc
     try:
