@@ -361,3 +361,45 @@ def test_model_tables() -> None:
     assert context_window_for(None) == 3900
     assert estimated_cost("gpt-4o-mini", 1_000_000, 0) == pytest.approx(0.15)
     assert estimated_cost("llama3", 10, 10) is None
+
+
+# -- replies read as plain JSON --------------------------------------------------
+
+
+def test_a_page_that_is_not_json_is_named_so_whatever_its_content_type(fake_llm: FakeOpenAI) -> None:
+    # The package's own parser handed a text/html body back as a string (which
+    # then read as "a completion without choices"); docsum reads the JSON itself.
+    fake_llm.script(Reply(raw_body=b"<html><body>502 Bad Gateway</body></html>", content_type="text/html"))
+    llm = make_llm(fake_llm)
+    with pytest.raises(LLMError, match=r"malformed response \(not JSON"):
+        llm.predict(TEXT_QA_PROMPT, **Q)
+    assert llm.calls[-1].ok is False
+
+
+@pytest.mark.parametrize(
+    "data,why",
+    [
+        ([], "returned 0 vectors for 2 texts"),
+        ([{"index": 0, "embedding": "not base64!"}, {"index": 1, "embedding": "AAAAAA=="}], "malformed response"),
+        ([{"index": 0, "embedding": "AAAA"}, {"index": 1, "embedding": "AAAAAA=="}], "malformed response"),  # 3 bytes
+        ([{"index": 0, "embedding": [True, False]}, {"index": 1, "embedding": [1.0, 0.0]}], "malformed response"),
+        ([{"index": "0", "embedding": [1.0]}, {"index": 1, "embedding": [1.0]}], "malformed response"),
+    ],
+    ids=["no-vectors", "bad-base64", "partial-float", "booleans", "string-index"],
+)
+def test_an_embedding_reply_that_is_not_vectors_is_one_error(fake_llm: FakeOpenAI, data: list[object], why: str) -> None:
+    fake_llm.script_embeddings(Reply(raw_body=json.dumps({"object": "list", "data": data}).encode()))
+    llm = make_llm(fake_llm)
+    with pytest.raises(LLMError, match=why):
+        llm.embed(["a", "b"])
+
+
+def test_base64_and_list_vectors_read_alike(fake_llm: FakeOpenAI) -> None:
+    import base64
+    import struct
+
+    vector = [3.0, 0.0, 4.0]
+    packed = base64.b64encode(struct.pack("<3f", *vector)).decode()
+    body = {"object": "list", "data": [{"index": 1, "embedding": vector}, {"index": 0, "embedding": packed}]}
+    fake_llm.script_embeddings(Reply(raw_body=json.dumps(body).encode()))
+    assert np.allclose(make_llm(fake_llm).embed(["a", "b"]), [[0.6, 0.0, 0.8], [0.6, 0.0, 0.8]])

@@ -1,15 +1,24 @@
 """The engine for any OpenAI-compatible server, through the `openai` package.
 
-The `openai` package is imported on the first request, not with this module:
-building its hundreds of response model classes is most of a server-backed
-command's start-up, and a command that sends nothing (no store, an empty one,
-a refused plan) should not pay for it. numpy loads with the first embedding.
+The `openai` package is imported on the first request, not with this module,
+and without its model packages (`lazyopenai`): a command that sends nothing
+(no store, an empty one, a refused plan) pays nothing for it, one that sends
+pays for the client alone. numpy loads with the first embedding.
+
+Requests go through the client's own `post()` (the way the package documents
+for custom requests), not through `client.chat.completions.create()` and
+`client.embeddings.create()`: they keep the client's retries, timeouts, auth,
+headers and error classes, but skip walking the typed parameters
+(`maybe_transform`) and building pydantic models of each reply, which cost
+most of docsum's CPU per request, and never import the resource modules. The
+reply is read as plain JSON (`replies`), as untrusted as it always was.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 import time
@@ -19,18 +28,21 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from docsum.errors import ConfigError, ContextLengthError, LLMError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
+from docsum.models.lazyopenai import import_openai
 from docsum.models.llm import DEFAULT_NUM_OUTPUT, LLM, OVERRUN_FACTOR, LLMMetadata, context_window_for
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import PromptTemplate
 from docsum.models.replies import (
     broke_off,
+    completion_text,
     content_type,
     delta_texts,
+    embedding_rows,
     error_message,
     is_context_error,
     is_timeout,
+    member,
     mentions,
-    message_text,
     one_line,
     token_count,
 )
@@ -43,6 +55,23 @@ if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger("docsum")
+
+# What the openai package sends for `embeddings.create()` without an explicit
+# format, kept: a vector as base64 of little-endian float32 is a quarter of its
+# JSON size and decodes without parsing a number at a time.
+EMBEDDING_ENCODING = "base64"
+
+
+def openai_module() -> Any:
+    """The `openai` package (imported on first use, see `lazyopenai`), with
+    every name docsum reads from it checked to be there."""
+    return import_openai(verify=_names_docsum_reads)
+
+
+def _names_docsum_reads(openai: Any) -> None:
+    for name in ("AsyncOpenAI", "AsyncStream", "OpenAIError", "APIStatusError", "APITimeoutError",
+                 "APIConnectionError", "BadRequestError"):
+        getattr(openai, name)
 
 
 class OpenAILLM(LLM):
@@ -106,8 +135,7 @@ class OpenAILLM(LLM):
         return f"OpenAILLM(model={self.metadata.model!r}, base_url={self._where()!r})"
 
     def _client(self) -> Any:
-        import openai  # imported here: the offline path never pays for it
-
+        openai = openai_module()  # imported here: the offline path never pays for it
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
@@ -145,8 +173,7 @@ class OpenAILLM(LLM):
         return err if redacted == text else type(err)(redacted, status=err.status)
 
     def _translate_raw(self, exc: Exception) -> LLMError:
-        import openai
-
+        openai = openai_module()
         if isinstance(exc, openai.APIStatusError):
             message = one_line(self._redact(error_message(exc)))
             if is_context_error(exc):
@@ -170,8 +197,7 @@ class OpenAILLM(LLM):
         return LLMError(f"LLM request failed: {one_line(self._redact(str(exc)))}")
 
     async def apredict(self, template: PromptTemplate, *, json_mode: bool = False, **values: Any) -> str:
-        import openai
-
+        openai = openai_module()
         messages = template.format_messages(**values)
         params = self._params(messages)
         if json_mode and "response_format" not in self._unsupported:
@@ -179,21 +205,16 @@ class OpenAILLM(LLM):
         async with self.limiter:
             started = time.monotonic()
             try:
-                resp = await self._create(params, "response_format", ("response_format", "json"))
+                reply = await self._create(params, "response_format", ("response_format", "json"))
             except (openai.OpenAIError, ValueError) as exc:
                 self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
                 raise self._translate(exc) from None
-        choices = getattr(resp, "choices", None)
-        if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
-            # JSON, but not a chat completion (an error page, a proxy's own
-            # reply): a fault of the server, not an empty answer.
+        try:
+            text = completion_text(reply)
+        except ValueError as exc:
             self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
-            raise LLMError(f"LLM server {self._where()} sent a malformed response (a completion without choices)")
-        text = message_text(getattr(choices[0].message, "content", None))
-        if text is None:
-            self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
-            raise LLMError(f"LLM server {self._where()} sent a malformed response (the completion is not text)")
-        self._record_usage(template.kind, messages, text, getattr(resp, "usage", None), time.monotonic() - started)
+            raise LLMError(f"LLM server {self._where()} sent a malformed response ({exc})") from None
+        self._record_usage(template.kind, messages, text, member(reply, "usage"), time.monotonic() - started)
         return self._redact(self._cap(text, template.kind))
 
     def _cap(self, text: str, kind: str) -> str:
@@ -223,25 +244,39 @@ class OpenAILLM(LLM):
         }
 
     async def _create(self, params: dict[str, Any], option: str, words: tuple[str, ...]) -> Any:
-        """One chat request. Some local servers reject `response_format` or
-        `stream_options`: then ask again without that option (and remember not
-        to send it), parsing JSON tolerantly instead. Only when the error is
-        about that option: any other 400 (bad model name, prompt too long) must
-        surface, not silently switch a feature off."""
-        import openai
-
+        """One chat request: the reply's JSON, or for `stream` in `params` the
+        stream of its chunks' JSON. Some local servers reject
+        `response_format` or `stream_options`: then ask again without that
+        option (and remember not to send it), parsing JSON tolerantly instead.
+        Only when the error is about that option: any other 400 (bad model
+        name, prompt too long) must surface, not silently switch a feature
+        off."""
+        openai = openai_module()
         try:
-            return await self._client().chat.completions.create(**params)
+            return await self._post_chat(params)
         except openai.BadRequestError as exc:
             if option not in params or not mentions(exc, *words) or is_context_error(exc):
                 raise
             self._unsupported.add(option)
             params.pop(option)
-            return await self._client().chat.completions.create(**params)
+            return await self._post_chat(params)
+
+    async def _post_chat(self, params: dict[str, Any]) -> Any:
+        client = self._client()
+        if params.get("stream"):
+            # The package's SSE reader (error events, [DONE], transport errors
+            # as APIConnectionError/APITimeoutError) with each chunk's JSON
+            # handed over as it is: `object` means no model is built.
+            return await client.post("/chat/completions", body=params, options=request_options(), cast_to=object,
+                                     stream=True, stream_cls=chunk_stream_class())
+        import httpx2
+
+        response = await client.post("/chat/completions", body=params, options=request_options(), cast_to=httpx2.Response)
+        return response.json()  # not JSON: ValueError, reported as a malformed response
 
     def _record_usage(self, kind: str, messages: list[dict[str, str]], text: str, usage: Any, seconds: float) -> None:
-        prompt_tokens = token_count(getattr(usage, "prompt_tokens", None))
-        completion_tokens = token_count(getattr(usage, "completion_tokens", None) or 0)
+        prompt_tokens = token_count(member(usage, "prompt_tokens"))
+        completion_tokens = token_count(member(usage, "completion_tokens") or 0)
         if prompt_tokens is not None and completion_tokens is not None:
             self.record(CallRecord(kind, self.metadata.model, prompt_tokens, completion_tokens, seconds))
         else:
@@ -259,8 +294,7 @@ class OpenAILLM(LLM):
             )
 
     async def astream(self, template: PromptTemplate, **values: Any) -> AsyncIterator[str]:
-        import openai
-
+        openai = openai_module()
         messages = template.format_messages(**values)
         params = self._params(messages, stream=True)
         if "stream_options" not in self._unsupported:
@@ -284,8 +318,8 @@ class OpenAILLM(LLM):
                 stack.push_async_callback(stream.close)
                 async for chunk in stream:
                     chunks += 1
-                    if getattr(chunk, "usage", None) is not None:
-                        usage = chunk.usage
+                    if member(chunk, "usage") is not None:
+                        usage = chunk["usage"]
                     for piece in delta_texts(chunk):
                         parts.append(piece)
                         received += self.metadata.tokenizer.count(piece)
@@ -345,36 +379,36 @@ class OpenAILLM(LLM):
             return await embed_locally(texts)
         if self.metadata.embed_model == LEXICAL_EMBED_MODEL:
             return lexical_vectors(texts)
+        import httpx2
         import numpy as np
-        import openai
 
+        openai = openai_module()
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         rows: list[np.ndarray] = []
         batch = 64
         for start in range(0, len(texts), batch):
             chunk = [t if t.strip() else " " for t in texts[start : start + batch]]
+            body = {"model": self.metadata.embed_model, "input": chunk, "encoding_format": EMBEDDING_ENCODING}
             async with self.limiter:
                 began = time.monotonic()
                 try:
-                    resp = await self._client().embeddings.create(model=self.metadata.embed_model, input=chunk)
+                    response = await self._client().post("/embeddings", body=body, options=request_options(), cast_to=httpx2.Response)
+                    reply = response.json()
                 except (openai.OpenAIError, ValueError) as exc:
                     self.record(CallRecord("embed", self.metadata.embed_model, 0, 0, time.monotonic() - began, ok=False))
                     raise self._translate(exc) from None
             try:
-                data = sorted(resp.data, key=lambda d: d.index)
-                vectors = [np.asarray(d.embedding, dtype=np.float32) for d in data]
-                if any(v.ndim != 1 or v.size == 0 for v in vectors):
-                    raise ValueError("not a list of vectors")
-            except (TypeError, ValueError, AttributeError, OverflowError):
+                vectors = embedding_rows(reply)
+            except ValueError:
                 raise LLMError(f"embedding server {self._where()} sent a malformed response (no list of vectors)") from None
             if not all(np.isfinite(v).all() for v in vectors):
                 # One NaN would poison every similarity computed against it.
                 raise LLMError(f"embedding server {self._where()} sent vectors with NaN or infinite values")
-            if len(data) != len(chunk):
-                raise LLMError(f"embedding server returned {len(data)} vectors for {len(chunk)} texts")
+            if len(vectors) != len(chunk):
+                raise LLMError(f"embedding server returned {len(vectors)} vectors for {len(chunk)} texts")
             rows.extend(vectors)
-            tokens = token_count(getattr(getattr(resp, "usage", None), "prompt_tokens", None))
+            tokens = token_count(member(member(reply, "usage"), "prompt_tokens"))
             if tokens is None:
                 tokens = sum(self.metadata.tokenizer.count(t) for t in chunk)
             self.record(CallRecord("embed", self.metadata.embed_model, tokens, 0, time.monotonic() - began))
@@ -393,6 +427,17 @@ class OpenAILLM(LLM):
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.close()
+
+
+def request_options() -> dict[str, Any]:
+    """The options of one request: the auth the package's chat and embeddings
+    resources ask for (the API key as a Bearer token, not the admin key)."""
+    return {"security": {"bearer_auth": True}}
+
+
+@functools.cache
+def chunk_stream_class() -> Any:
+    return openai_module().AsyncStream[object]
 
 
 def is_openai(base_url: str | None) -> bool:

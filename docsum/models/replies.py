@@ -1,12 +1,18 @@
 """What an OpenAI-compatible server sent back, checked: the text of a
-completion or of a streamed piece, a usage figure, and the one-line message
-and kind of an error. Everything a server sends is untrusted (types, sizes,
-numbers)."""
+completion or of a streamed piece, the vectors of an embedding reply, a usage
+figure, and the one-line message and kind of an error. Replies arrive as the
+JSON the server sent (no model classes in between), and everything in them is
+untrusted (types, sizes, numbers): a field of the wrong type is a missing
+field or a malformed reply, never a crash."""
 
 from __future__ import annotations
 
+import base64
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # The most tokens a usage figure may claim: beyond that (1e30, say) it is not
 # a count but garbage, and docsum counts the tokens itself.
@@ -25,23 +31,73 @@ def message_text(content: Any) -> str | None:
     return None
 
 
+def member(value: Any, key: str) -> Any:
+    """`value[key]` of a JSON object; None for a missing key or a value that
+    is not an object."""
+    return value.get(key) if isinstance(value, dict) else None
+
+
+def completion_text(reply: Any) -> str:
+    """The text of a chat completion's first choice. ValueError (saying why)
+    for JSON that is not a completion (an error page, a proxy's own reply: a
+    fault of the server, not an empty answer) or whose content is not text."""
+    choices = member(reply, "choices")
+    message = member(choices[0], "message") if isinstance(choices, list) and choices else None
+    if message is None:
+        raise ValueError("a completion without choices")
+    text = message_text(member(message, "content"))
+    if text is None:
+        raise ValueError("the completion is not text")
+    return text
+
+
 def delta_texts(chunk: Any) -> list[str]:
     """The text pieces of one streamed chunk; anything that is not text
     (a number, a list of the wrong shape) is a malformed stream."""
-    choices = getattr(chunk, "choices", None)
+    choices = member(chunk, "choices")
     if choices is None:
         return []
     if not isinstance(choices, list):
         raise ValueError("a stream chunk whose choices are not a list")
     pieces = []
     for choice in choices:
-        delta = getattr(choice, "delta", None)
-        text = message_text(getattr(delta, "content", None)) if delta is not None else ""
+        delta = member(choice, "delta")
+        text = message_text(member(delta, "content")) if delta is not None else ""
         if text is None:
             raise ValueError("a stream chunk whose content is not text")
         if text:
             pieces.append(text)
     return pieces
+
+
+def embedding_rows(reply: Any) -> list[np.ndarray]:
+    """The vectors of an embeddings reply, in input order: each one a list of
+    numbers or (as asked for) base64 of little-endian float32. ValueError for
+    anything else."""
+    import numpy as np
+
+    data = member(reply, "data")
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        raise ValueError("no list of vectors")
+    indexes = [d.get("index") for d in data]
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in indexes):
+        raise ValueError("a vector without its index")
+    rows = []
+    for item in sorted(data, key=lambda d: d["index"]):
+        value = item.get("embedding")
+        try:
+            if isinstance(value, str):
+                row = np.frombuffer(base64.b64decode(value, validate=True), dtype="<f4").astype(np.float32)
+            elif isinstance(value, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+                row = np.asarray(value, dtype=np.float32)
+            else:
+                raise ValueError("a vector that is not a list of numbers")
+        except (TypeError, OverflowError) as exc:
+            raise ValueError(str(exc)) from None
+        if row.ndim != 1 or row.size == 0:
+            raise ValueError("an empty vector")
+        rows.append(row)
+    return rows
 
 
 def token_count(value: Any) -> int | None:
