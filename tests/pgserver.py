@@ -81,6 +81,22 @@ class PostgresServer:
              "--auth-local=trust", "--auth-host=scram-sha-256", "--locale=C"],
             check=True, capture_output=True, cwd=self.base, **kwargs,  # type: ignore[arg-type]
         )  # fmt: skip
+        # The free port is found by binding and releasing it, so another
+        # process (a parallel test worker starting its own server) can take it
+        # before postgres does: then postgres exits at once and a new port is tried.
+        for attempt in range(5):
+            if self._launch(kwargs):
+                break
+            if attempt == 4 or "could not create any TCP/IP sockets" not in self._log()[-2000:]:
+                raise RuntimeError(f"postgres exited: {self._log()[-2000:]}")
+            self.port = _free_port()
+        self.sql("postgres", f"CREATE ROLE {TEST_ROLE} LOGIN PASSWORD '{TEST_PASSWORD}'")
+
+    def _log(self) -> str:
+        return (self.base / "server.log").read_text(errors="replace")
+
+    def _launch(self, kwargs: dict[str, object]) -> bool:
+        """Start postgres on self.port; False if it exited before it was ready."""
         log = open(self.base / "server.log", "wb")
         self.proc = subprocess.Popen(
             [str(self.bindir / "postgres"), "-D", str(self.data), "-p", str(self.port), "-k", str(self.socket_dir),
@@ -93,14 +109,12 @@ class PostgresServer:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"postgres exited: {(self.base / 'server.log').read_text(errors='replace')[-2000:]}")
+                return False
             if (self.socket_dir / f".s.PGSQL.{self.port}").exists() and self._ready():
-                break
+                return True
             time.sleep(0.1)
-        else:
-            self.stop()
-            raise RuntimeError("postgres did not start within 30 s")
-        self.sql("postgres", f"CREATE ROLE {TEST_ROLE} LOGIN PASSWORD '{TEST_PASSWORD}'")
+        self.stop()
+        raise RuntimeError("postgres did not start within 30 s")
 
     def _ready(self) -> bool:
         result = subprocess.run(

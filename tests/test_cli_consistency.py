@@ -29,7 +29,9 @@ def _error_document(result: object, code: int, kind: str) -> str:
     return str(error["message"])
 
 
-def test_with_json_every_error_is_one_json_document(store: Path, tmp_path: Path) -> None:
+def test_with_json_every_error_is_one_json_document(store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One retry, not the default four: the errors are the same, the back-off waits are not.
+    monkeypatch.setenv("DOCSUM_MAX_RETRIES", "1")
     assert "unknown response mode 'foo'" in _error_document(run_cli("ask", "q", "--mode", "foo", "--json", "--store", store), 2, "ConfigError")
     dead = run_cli("ask", "bees?", "--store", store, "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--json")
     assert "cannot reach" in _error_document(dead, 1, "LLMError")

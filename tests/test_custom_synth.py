@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -51,8 +52,25 @@ def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
     return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
 
 
+def plain_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DOCSUM_"))}
+    env["DOCSUM_HOME"] = str(home)
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+@pytest.fixture(scope="module")
+def built_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DOCSUM_HOME whose default store holds sample_data/docs, built once
+    for the module by the real CLI (no plugin is involved in a build)."""
+    home = tmp_path_factory.mktemp("custom-synth-home")
+    built = run(["build", str(REPO / "sample_data" / "docs"), "-q"], plain_env(home))
+    assert built.returncode == 0, built.stderr
+    return home
+
+
 @pytest.fixture()
-def plugin_env(tmp_path: Path, docsum_home: Path) -> dict[str, str]:
+def plugin_env(tmp_path: Path, docsum_home: Path, built_home: Path) -> dict[str, str]:
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "shouty_plugin.py").write_text(PLUGIN, encoding="utf-8")
@@ -62,11 +80,10 @@ def plugin_env(tmp_path: Path, docsum_home: Path) -> dict[str, str]:
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: shouty-plugin\nVersion: 0.1\n", encoding="utf-8")
     (dist / "entry_points.txt").write_text("[docsum.synthesizers]\nshouty = shouty_plugin:Shouty\n", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DOCSUM_"))}
-    env["DOCSUM_HOME"] = str(docsum_home)
+    # Each test gets its own copy of the built home: an ask may write next to the store.
+    shutil.copytree(built_home, docsum_home, dirs_exist_ok=True)
+    env = plain_env(docsum_home)
     env["PYTHONPATH"] = os.pathsep.join([str(plugins), str(REPO)])
-    built = run(["build", str(REPO / "sample_data" / "docs"), "-q"], env)
-    assert built.returncode == 0, built.stderr
     return env
 
 
