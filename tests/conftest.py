@@ -109,7 +109,7 @@ def pg_server() -> Iterator[object]:
             pytest.fail(f"DOCSUM_REQUIRE_POSTGRES=1 but {problem}")
         pytest.skip(problem)
     assert bindir is not None
-    server = PostgresServer(bindir)
+    server = PostgresServer(bindir, in_memory=True)
     server.start()
     try:
         yield server

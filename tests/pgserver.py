@@ -41,6 +41,19 @@ def find_bindir() -> Path | None:
     return Path(found[-1]).parent if found else None
 
 
+def _scratch_dir() -> str | None:
+    """/dev/shm when it is a roomy memory file system, else the default temp dir.
+
+    Every test database is a copy of the template (about 8 MB written per
+    CREATE DATABASE); in memory that is three times faster than on disk."""
+    shm = "/dev/shm"
+    try:
+        roomy = os.path.isdir(shm) and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= 2 << 30
+    except OSError:
+        roomy = False
+    return shm if roomy else None
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -50,15 +63,17 @@ def _free_port() -> int:
 class PostgresServer:
     """Start with start(), stop with stop(); `url(db)` is a superuser URL over the socket."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, *, in_memory: bool = False) -> None:
+        """in_memory: keep the data directory in /dev/shm when there is room (the tests)."""
         self.bindir = bindir
-        self.base = Path(tempfile.mkdtemp(prefix="docsum-pg-"))
+        self.base = Path(tempfile.mkdtemp(prefix="docsum-pg-", dir=_scratch_dir() if in_memory else None))
         self.data = self.base / "data"
         self.socket_dir = self.base / "sock"
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self._as_user: str | None = None
         self._counter = 0
+        self._create_options = ""
 
     def _run_kwargs(self) -> dict[str, object]:
         if self._as_user is None:
@@ -91,6 +106,10 @@ class PostgresServer:
                 raise RuntimeError(f"postgres exited: {self._log()[-2000:]}")
             self.port = _free_port()
         self.sql("postgres", f"CREATE ROLE {TEST_ROLE} LOGIN PASSWORD '{TEST_PASSWORD}'")
+        # PostgreSQL 15 made WAL_LOG the default, which is slower for a small
+        # template than copying its files (the checkpoint it needs is cheap with fsync off).
+        if int(self.sql("postgres", "SHOW server_version_num")) >= 150000:
+            self._create_options = " STRATEGY = FILE_COPY"
 
     def _log(self) -> str:
         return (self.base / "server.log").read_text(errors="replace")
@@ -141,7 +160,7 @@ class PostgresServer:
     def new_database(self, owner: str = TEST_ROLE) -> str:
         self._counter += 1
         name = f"t{os.getpid()}_{self._counter}"
-        self.sql("postgres", f"CREATE DATABASE {name} OWNER {owner}")
+        self.sql("postgres", f"CREATE DATABASE {name} OWNER {owner}{self._create_options}")
         return name
 
     def stop(self) -> None:
