@@ -23,28 +23,13 @@ if _REPO not in sys.path:
     sys.path.insert(1, _REPO)
 
 from fakeopenai import FakeOpenAI  # noqa: E402
-
-# Every variable docsum reads from the environment: a developer's shell
-# settings must never leak into a test (or send a test's prompts to a real server).
-_DOCSUM_ENV = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "DOCSUM_API_KEY",
-    "DOCSUM_STORE",
-    "DOCSUM_CONFIG",
-    "DOCSUM_MODEL",
-    "DOCSUM_EMBED_MODEL",
-)
-
+from helpers import isolate_docsum_env  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def docsum_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh DOCSUM_HOME per test, with every other docsum setting unset."""
     home = tmp_path / "docsum_home"
-    home.mkdir()
-    monkeypatch.setenv("DOCSUM_HOME", str(home))
-    for name in _DOCSUM_ENV:
-        monkeypatch.delenv(name, raising=False)
+    isolate_docsum_env(monkeypatch, home)
     return home
 
 

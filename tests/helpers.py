@@ -8,15 +8,17 @@ a FakeOpenAI server reached through `--base-url`, never a patched client.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,44 @@ SAMPLE_DOCS = REPO / "sample_data" / "docs"
 EVAL_PDFS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
 
 PLANTED_KEY = "sk-test-PLANTED-123"
+
+# Every variable docsum reads from the environment: a developer's shell
+# settings must never leak into a test (or send a test's prompts to a real server).
+DOCSUM_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "DOCSUM_API_KEY",
+    "DOCSUM_STORE",
+    "DOCSUM_CONFIG",
+    "DOCSUM_MODEL",
+    "DOCSUM_EMBED_MODEL",
+)
+
+
+def isolate_docsum_env(monkeypatch: Any, home: Path) -> None:
+    """DOCSUM_HOME at `home` (created), every other docsum setting unset."""
+    home.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("DOCSUM_HOME", str(home))
+    for name in DOCSUM_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def prepared_once(folder: Path, prepare: Callable[[Path], None]) -> Path:
+    """`prepare(folder)` run once (for a module or a session) in an isolated
+    environment whose DOCSUM_HOME is `folder`/docsum_home, as the autouse
+    fixture gives a test. Each test then takes its own copy with `copy_into`."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate_docsum_env(monkeypatch, folder / "docsum_home")
+        prepare(folder)
+    return folder
+
+
+def copy_into(prepared: Path, tmp_path: Path) -> None:
+    """A test's own copy of a `prepared_once` folder, laid out in its tmp_path
+    (docsum_home included) exactly as if the test had prepared it there."""
+    shutil.copytree(prepared, tmp_path, dirs_exist_ok=True)
 
 
 @dataclass

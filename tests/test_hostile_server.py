@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from fakeopenai import FakeOpenAI, Reply
-from helpers import PLANTED_KEY, REPO, cli_command, llm_args, make_docs, run_cli, subprocess_env
+from helpers import PLANTED_KEY, REPO, cli_command, copy_into, llm_args, make_docs, prepared_once, run_cli, subprocess_env
 
 SHORT_KEY = "k3y-Ab"  # shorter than 8 characters: redacted all the same
 LLM_MODES = ["compact", "refine", "tree_summarize", "simple_summarize", "accumulate", "compact_accumulate"]
@@ -43,13 +43,22 @@ def summaries(store: Path) -> list[str]:
         conn.close()
 
 
+def _build_three(folder: Path) -> None:
+    make_docs(folder / "docs", 3)
+    assert run_cli("build", folder / "docs", "--store", folder / "s.sqlite", "-q").code == 0
+
+
+@pytest.fixture(scope="module")
+def built_three(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return prepared_once(tmp_path_factory.mktemp("hostile"), _build_three)
+
+
 @pytest.fixture
-def built_store(tmp_path: Path) -> Path:
-    """A store built offline; `ask` against a fake server then uses lexical vectors."""
-    store = tmp_path / "s.sqlite"
-    make_docs(tmp_path / "docs", 3)
-    assert run_cli("build", tmp_path / "docs", "--store", store, "-q").code == 0
-    return store
+def built_store(tmp_path: Path, built_three: Path) -> Path:
+    """A store built offline; `ask` against a fake server then uses lexical vectors.
+    Built once for the module, copied per test (asks write beside the store)."""
+    copy_into(built_three, tmp_path)
+    return tmp_path / "s.sqlite"
 
 
 # --------------------------------------------------------------------------- class 1: values from a server

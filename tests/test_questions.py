@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from fakeopenai import FakeOpenAI, Reply
-from helpers import SAMPLE_DOCS, llm_args, make_docs, run_cli, store_count
+from helpers import SAMPLE_DOCS, copy_into, llm_args, make_docs, prepared_once, run_cli, store_count
 
 from docsum.query import callplan
 
@@ -18,12 +18,21 @@ LIBRARY = "When did the library reopen after the renovation?"
 OVEN = "How much did Brindle & Daughter pay for the oven?"
 
 
+def _build_sample(folder: Path) -> None:
+    shutil.copytree(SAMPLE_DOCS, folder / "docs")
+    assert run_cli("build", folder / "docs", "--store", folder / "s.sqlite", "--llm", "extractive").code == 0
+
+
+@pytest.fixture(scope="module")
+def built_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return prepared_once(tmp_path_factory.mktemp("questions"), _build_sample)
+
+
 @pytest.fixture
-def sample_store(tmp_path: Path) -> Path:
-    store = tmp_path / "s.sqlite"
-    shutil.copytree(SAMPLE_DOCS, tmp_path / "docs")
-    assert run_cli("build", tmp_path / "docs", "--store", store, "--llm", "extractive").code == 0
-    return store
+def sample_store(tmp_path: Path, built_sample: Path) -> Path:
+    """sample_data/docs built by the CLI, the module's build copied (asks write beside the store)."""
+    copy_into(built_sample, tmp_path)
+    return tmp_path / "s.sqlite"
 
 
 def answers(stdout: str) -> dict[object, dict[str, object]]:
