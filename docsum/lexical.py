@@ -17,6 +17,8 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from docsum.lazyre import LazyPattern
+
 if TYPE_CHECKING:  # numpy loads when vectors are made or scored: `config show` names the model only
     import numpy as np
 
@@ -24,7 +26,10 @@ LEXICAL_EMBED_MODEL = "docsum-lexical-v1"
 LEXICAL_DIM = 4096
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+# Kana, CJK ideographs and Hangul: a class of 40,000 code points, whose
+# compiling costs 3 ms, so it is compiled the first time a text has one.
+CJK_CHARACTER = LazyPattern(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+FIRST_CJK_CHARACTER = "\u3040"  # a text whose max() is below it has none
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been
@@ -68,7 +73,7 @@ def _word_terms(word: str) -> tuple[str, ...]:
     """The terms of one lower-cased word (none for a stopword)."""
     if word.endswith(("'s", "’s")):
         word = word[:-2]  # possessive: "apple's" matches "apple"
-    if _CJK.search(word):
+    if max(word, default="") >= FIRST_CJK_CHARACTER and CJK_CHARACTER.search(word):
         chars = [c for c in word if not c.isspace()]
         pairs = [chars[i] + chars[i + 1] for i in range(len(chars) - 1)]
         return tuple(pairs) if len(chars) != 1 else (chars[0],)
@@ -126,7 +131,7 @@ def key_terms(text: str, limit: int = 12) -> list[str]:
 
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
-_DATE = re.compile(rf"\b(?:(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{4}}|(?:{_MONTHS})\s+\d{{4}})\b")
+_DATE = LazyPattern(rf"\b(?:(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{4}}|(?:{_MONTHS})\s+\d{{4}})\b")
 
 
 def key_dates(text: str, limit: int = 4) -> list[str]:
@@ -189,12 +194,12 @@ _TITLE_MAX_CHARS = 200
 
 # A filing's cover names its registrant on the line above this note; that
 # name, not "UNITED STATES" (the cover's first line), is what the filing is.
-_REGISTRANT = re.compile(r"^[ \t]*([^\n]*\w[^\n]*?)[ \t]*\n[ \t\n]*\(Exact name of registrant", re.IGNORECASE | re.MULTILINE)
+_REGISTRANT = LazyPattern(r"^[ \t]*([^\n]*\w[^\n]*?)[ \t]*\n[ \t\n]*\(Exact name of registrant", re.IGNORECASE | re.MULTILINE)
 _REGISTRANT_CHARS = 5000
 
 
 # ... or on the first line after the commission file number.
-_AFTER_FILE_NUMBER = re.compile(r"^[ \t]*Commission File Number[^\n]*\n[ \t\n]*([^\n]*\w[^\n]*?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+_AFTER_FILE_NUMBER = LazyPattern(r"^[ \t]*Commission File Number[^\n]*\n[ \t\n]*([^\n]*\w[^\n]*?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
 
 
 def registrant(text: str) -> str | None:

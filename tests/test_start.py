@@ -103,3 +103,31 @@ def test_the_engines_load_their_heavy_parts_when_first_used() -> None:
                           timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[] False True"
+
+
+LAZY_PROBE = """
+import json, sys
+from cli.main import app
+from docsum.lazyre import LazyPattern
+try:
+    app(sys.argv[1:], standalone_mode=True)
+except SystemExit:
+    pass
+lazy = {f"{name}.{attr}": value.compiled_yet for name, module in list(sys.modules.items()) if name.startswith("docsum")
+        for attr, value in vars(module).items() if isinstance(value, LazyPattern)}
+print(json.dumps(lazy), file=sys.stderr)
+"""
+
+
+def test_an_english_question_compiles_no_pattern_it_does_not_use(sample_store: Path, tmp_path: Path) -> None:
+    """The LLM's rating parsers, a summary's filing and caption rules and the
+    CJK class (3 ms to compile) wait until a command needs them."""
+    proc = subprocess.run(
+        [sys.executable, "-c", LAZY_PROBE, "ask", "When did the library reopen after the renovation?", "--store",
+         str(sample_store), "--llm", "extractive"], cwd=REPO, capture_output=True, text=True,
+        env=subprocess_env(DOCSUM_HOME=str(tmp_path)), timeout=120, stdin=subprocess.DEVNULL,
+    )
+    lazy = json.loads(proc.stderr.strip().splitlines()[-1])
+    for name in ("docsum.query.rating._NEGATION", "docsum.query.rating._FENCE", "docsum.lexical.CJK_CHARACTER",
+                 "docsum.lexical._REGISTRANT", "docsum.models.prose._CAPTION", "docsum.query.synthesizers.refine._META"):
+        assert lazy[name] is False, name

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from docsum.lexical import registrant, title_lines
+from docsum.lazyre import LazyPattern
+from docsum.lexical import CJK_CHARACTER, FIRST_CJK_CHARACTER, registrant, title_lines
 
 # Kinds of document, by a cue in the document's first lines (its cover, title
 # block or abstract), first match wins. The label is how the summary names
@@ -39,7 +40,7 @@ DOCUMENT_KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 KIND_CUE_CHARS = 1500
 # An opening this engine wrote one level down (tree summaries summarize
 # summaries): "A research paper: Title." is kept as it is.
-_OPENING = re.compile(
+_OPENING = LazyPattern(
     r"^(?:" + "|".join(re.escape(label[0].upper() + label[1:]) for _, label in DOCUMENT_KINDS) + r"): .+\.$"
 )
 
@@ -74,7 +75,6 @@ def opening(text: str) -> tuple[str | None, str]:
     return f"{kind[0].upper()}{kind[1:]}: {title}.", body
 
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 # A figure: an amount, a year, a count ("$1,850", "1954", "23.6").
 _FIGURE = re.compile(r"\d[\d,.]*")
 # A capitalised word inside a sentence (not its first word): a name.
@@ -96,7 +96,9 @@ def informative_bonus(sentence: str) -> float | None:
     visible = [c for c in sentence if not c.isspace()]
     # Chinese and Japanese write words without spaces: each ideograph or kana
     # counts as a word here.
-    words = len(sentence.split()) + len(_CJK.findall(sentence))
+    words = len(sentence.split())
+    if max(sentence, default="") >= FIRST_CJK_CHARACTER:
+        words += len(CJK_CHARACTER.findall(sentence))
     if words < MIN_PROSE_WORDS or not visible:
         return None
     letters = [c for c in visible if c.isalpha()]
@@ -114,7 +116,7 @@ def informative_bonus(sentence: str) -> float | None:
 # or the table's cells, one short line each ("i2", "Source articles 28,009").
 # Read as sentences they run into the prose around them and pass for
 # informative ("i2 i3 i4 … Figure 7."), so summaries leave them out.
-_CAPTION = re.compile(
+_CAPTION = LazyPattern(
     r"^\s*(?:figure|fig\.|table|tab\.|chart|exhibit|abbildung|abb\.|tabelle|figura|tabla|tableau)\s*[\dIVX]+[a-z]?\s*[.:|—–-]",
     re.IGNORECASE,
 )
@@ -132,8 +134,8 @@ _DIGITS = re.compile(r"\d+")
 _SENTENCE_DONE = re.compile(r"[.!?]['\")\]]?\s*$")
 _NUMBERED_HEADING = re.compile(r"^\s*\d+(?:\.\d+)*\.?\s+\S")
 # A bibliography entry: no summary quotes one.
-_REFERENCE = re.compile(r"\bIn Proceedings of\b|\bpp?\.\s*\d+\s*[–-]\s*\d+|\bpages\s+\d+\s*[–-]\s*\d+", re.IGNORECASE)
-_REFERENCES_HEADING = re.compile(r"^\s*(?:\d+\.?\s*)?(?:references|bibliography|literatur(?:verzeichnis)?|works cited)\s*$", re.IGNORECASE)
+_REFERENCE = LazyPattern(r"\bIn Proceedings of\b|\bpp?\.\s*\d+\s*[–-]\s*\d+|\bpages\s+\d+\s*[–-]\s*\d+", re.IGNORECASE)
+_REFERENCES_HEADING = LazyPattern(r"^\s*(?:\d+\.?\s*)?(?:references|bibliography|literatur(?:verzeichnis)?|works cited)\s*$", re.IGNORECASE)
 
 
 def _is_label_line(line: str, most_words: int = MAX_LABEL_WORDS) -> bool:

@@ -21,6 +21,7 @@ import unicodedata
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
+from docsum.lazyre import LazyPattern
 from docsum.lexical import LEXICAL_EMBED_MODEL, STOPWORDS, terms
 from docsum.models.localembed import LOCAL_EMBED_MODEL
 from docsum.models.prompts import ABSTENTION_TEXT
@@ -89,7 +90,7 @@ def joint_floor(floor: float | None) -> float | None:
 # What a reply that declines to answer says. Matched on the opening sentence
 # only, so an answer that merely mentions a gap ("The report does not give a
 # date, but the bridge opened after the flood") is still an answer.
-_CANNOT = re.compile(
+_CANNOT = LazyPattern(
     r"^\W*(?:"
     r"the (?:documents?|passages?|context|material|text|sources?)(?: provided| given| above)? (?:do|does|did) not"
     r" (?:answer|contain|provide|mention|say|include|state|specify|give|address|cover)"

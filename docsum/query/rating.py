@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from docsum.ingest.split import iter_split_tokens
+from docsum.lazyre import LazyPattern
 from docsum.models.llm import LLM
 from docsum.models.prompts import PromptTemplate
 from docsum.query.budget import PromptBudget
@@ -64,16 +65,16 @@ async def rate_in_batches(
 _DOC_WORDS = r"(?:doc(?:ument)?s?|documentos?|dokumente?|passages?|items?|文档|文件|文書|ドキュメント|#)"
 _REL_WORDS = r"(?:relevance|relevancia|relevância|pertinence|pertinencia|relevanz|score|rating|相关度|相关性|相關度|関連度|评分|得分|分数)"
 _NUM = r"(\d+(?:\.\d+)?)"
-_DOC_THEN_NUM = re.compile(
+_DOC_THEN_NUM = LazyPattern(
     r"(?<![A-Za-z])" + _DOC_WORDS + r"\s*(?:no\.?|number|nr\.?|n[°º])?\s*[:：#]?\s*(\d+)(?![\d.]\d)", re.IGNORECASE
 )
-_REL_THEN_NUM = re.compile(_REL_WORDS + r"[^\d\n]{0,20}?" + _NUM, re.IGNORECASE)
+_REL_THEN_NUM = LazyPattern(_REL_WORDS + r"[^\d\n]{0,20}?" + _NUM, re.IGNORECASE)
 # "Doc 3 - 8/10", "Doc 2: 9", "Document 4 (7)", "Doc: 2, 9": a score right after a separator.
-_SEPARATED_NUM = re.compile(r"^[\s*_`'\"\]]*(?:[-–—:：=|(（]|[,，、;])\s*[(（\[]?\s*" + _NUM + r"(?![\d.]\d)")
-_OUT_OF_TEN = re.compile(_NUM + r"\s*(?:/\s*10\b|out of 10\b|分)", re.IGNORECASE)
-_LEADING_NUM = re.compile(r"^\s*(?:[-*•]\s*)?\(?(\d+)\s*([.)\]:：]?)(?=\s|$|[,，(])")
-_MORE_NUMS = re.compile(r"^(?:\s*(?:,|，|、|and|&|y|und|et|和|及)\s*(\d+)(?![\d.]\d))+", re.IGNORECASE)
-_NEGATION = re.compile(
+_SEPARATED_NUM = LazyPattern(r"^[\s*_`'\"\]]*(?:[-–—:：=|(（]|[,，、;])\s*[(（\[]?\s*" + _NUM + r"(?![\d.]\d)")
+_OUT_OF_TEN = LazyPattern(_NUM + r"\s*(?:/\s*10\b|out of 10\b|分)", re.IGNORECASE)
+_LEADING_NUM = LazyPattern(r"^\s*(?:[-*•]\s*)?\(?(\d+)\s*([.)\]:：]?)(?=\s|$|[,，(])")
+_MORE_NUMS = LazyPattern(r"^(?:\s*(?:,|，|、|and|&|y|und|et|和|及)\s*(\d+)(?![\d.]\d))+", re.IGNORECASE)
+_NEGATION = LazyPattern(
     r"\b(?:not (?:\w+ )?(?:relevant|useful|related)|irrelevant|unrelated|no relevance)\b|不相关|无关|no es relevante|nicht relevant",
     re.IGNORECASE,
 )
@@ -154,7 +155,7 @@ def _as_doc_number(value: object) -> int | None:
     return _number(match.group(1)) if match else None
 
 
-_FENCE = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
+_FENCE = LazyPattern(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 _CHOICE_KEYS = ("choices", "documents", "docs", "results", "selected", "selection", "answer", "ranking", "passages")
 
 
@@ -321,7 +322,7 @@ def fit_batches(llm: LLM, template: PromptTemplate, texts: list[str], batch_size
 
 
 
-_NONE_CHOSEN = re.compile(
+_NONE_CHOSEN = LazyPattern(
     r"^\W*(?:none|no (?:document|passage|summary|summarie)s?\b|nothing)\b"
     r"|\bnone of (?:the|these) (?:documents|passages|summaries)\b",
     re.IGNORECASE,

@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any, AsyncIterator
 
+from docsum.lazyre import LazyPattern
 from docsum.models.llm import closing_stream
 from docsum.models.prompts import PromptTemplate, structured
 from docsum.query.synthesizers.base import LLMSynthesizer, NotSatisfied
@@ -19,7 +20,7 @@ from docsum.query.synthesizers.base import LLMSynthesizer, NotSatisfied
 # phrases occur in ordinary answers ("The new information desk opens in May",
 # "The bridge remains unchanged since 1901") and a real refinement was thrown
 # away. What is left names the answer or the context/material themselves.
-_META = re.compile(
+_META = LazyPattern(
     r"\b(?:original|existing|previous|current|prior) answer\b"
     r"|\b(?:the|this) new (?:context|material)\b"
     r"|\b(?:provided|given|additional|new) (?:context|material|information) (?:is|does|doesn't|isn't)\b"
