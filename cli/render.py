@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from docsum.ingest.discover import skipped_summary
 from docsum.models.llm import closing_stream
 from docsum.sanitize import clean_name, clean_text
 
@@ -97,6 +96,8 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         env.out_json(data)
         return
     if report.skipped_entries:
+        from docsum.ingest.discover import skipped_summary  # here: `ask` prints answers with this module, and lists no folder
+
         env.info(f"docsum: skipped {skipped_summary(report.skipped_entries)}{'' if env.verbose else ' (-v lists them)'}")
         if env.verbose:
             for entry in report.skipped_entries:

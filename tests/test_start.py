@@ -1,7 +1,8 @@
 """Fast start: a command imports only what it uses (numpy when vectors are
 touched, openai when a request is made, rich on a terminal, the evaluation
 code for eval, asyncio when a coroutine runs, the tokenizer when a token is
-counted, pydantic never for docsum's own options), and the tokenizer table is
+counted (tiktoken's encoder only for token ids), the folder scanner for a
+build, pydantic never for docsum's own options), and the tokenizer table is
 decoded once, not per process."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from helpers import REPO, SAMPLE_DOCS, llm_args, run_cli, subprocess_env
 
 from docsum.models import tokens
 
-HEAVY = ("numpy", "openai", "rich", "docsum.query.evaluate", "tiktoken", "pydantic", "asyncio")
+HEAVY = ("numpy", "openai", "rich", "docsum.query.evaluate", "tiktoken", "pydantic", "asyncio", "docsum.ingest.discover")
 
 # Runs one command in a fresh interpreter and reports which heavy modules it loaded.
 PROBE = """
