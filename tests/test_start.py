@@ -19,7 +19,7 @@ from helpers import REPO, SAMPLE_DOCS, llm_args, run_cli, subprocess_env
 
 from docsum.models import tokens
 
-HEAVY = ("numpy", "openai", "rich", "docsum.query.evaluate", "tiktoken", "pydantic", "asyncio", "docsum.ingest.discover")
+HEAVY = ("numpy", "openai", "rich", "docsum.query.evaluate", "tiktoken", "pydantic", "asyncio", "docsum.ingest.discover", "regex")
 
 # Runs one command in a fresh interpreter and reports which heavy modules it loaded.
 PROBE = """

@@ -13,6 +13,8 @@ The algorithm is tiktoken's: split the text with the encoding's pattern, and
 for a piece that is not itself a token, merge adjacent parts, always the pair
 whose joined bytes have the lowest rank (the leftmost among equals), until no
 joined pair is a token; the piece's count is the number of parts left.
+The pattern runs on the standard `re` (tiktoken's Python side imports the
+`regex` package, 10 ms of a start-up) with its Unicode classes spelled out.
 `Tokenizer` uses it until a process has counted a lot of text (then the Rust
 encoder is faster) or needs token ids; tests compare both on real documents.
 
@@ -26,13 +28,13 @@ rebuilt when damaged.
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
+import unicodedata
 import zlib
 from pathlib import Path
 from typing import Callable
-
-import regex
 
 _MAGIC = b"docsum-bpe-ranks-1\n"
 _HEADER = struct.Struct("<19sII")  # magic, slot count, crc32 of everything after the header
@@ -40,15 +42,16 @@ _SLOT = struct.Struct("<II")
 _MAX_TOKEN_BYTES = 255  # the length field's size; the longest cl100k or o200k token is 128 bytes
 
 # The characters this module counts. tiktoken's pattern is run by Rust's regex
-# and ours by the `regex` package, each with the character classes of its own
-# Unicode version, so a character one of them knows as a letter and the other
-# does not yet (U+058C, unassigned in Unicode 14, is a letter to a newer
-# `regex`) would split a text differently. Text with any character outside
-# these blocks, whose classes no Unicode version since 4.1 has changed, goes
-# to tiktoken: Latin, IPA, Greek, Cyrillic, general punctuation, currency
-# signs to U+20BF, letterlike symbols, arrows, mathematical and technical
-# signs, box drawing, shapes and miscellaneous symbols (bullets, check
-# boxes). A test compares every one of them with tiktoken in many contexts.
+# with the character classes of its Unicode version; ours by the standard `re`
+# with classes spelled out from `unicodedata`, whose version is Python's. A
+# character one of them knows as a letter and the other does not yet (U+058C,
+# unassigned in Unicode 14, is a letter in Unicode 16) would split a text
+# differently, so text with any character outside these blocks, whose classes
+# no Unicode version since 4.1 has changed, goes to tiktoken: Latin, IPA,
+# Greek, Cyrillic, general punctuation, currency signs to U+20BF, letterlike
+# symbols, arrows, mathematical and technical signs, box drawing, shapes and
+# miscellaneous symbols (bullets, check boxes). A test compares every one of
+# them with tiktoken in many contexts.
 COUNTED_BLOCKS: tuple[tuple[int, int], ...] = (
     (0x0000, 0x04FF), (0x2000, 0x206F), (0x20A0, 0x20BF), (0x2100, 0x23FF), (0x2460, 0x26FF),
 )
@@ -147,6 +150,65 @@ def merged_parts(piece: bytes, rank: Callable[[bytes], int | None]) -> int:
             pair_rank[i - 1] = joined(i - 1)
 
 
+# Unicode's White_Space, what `\s` means to Rust's regex (the standard `re`
+# also takes the separators U+001C to U+001F).
+_WHITE_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_PROPERTY = re.compile(r"\\p\{(\w+)\}")
+
+
+@functools.cache
+def _categories() -> list[tuple[int, str]]:
+    return [(code, unicodedata.category(chr(code))) for lo, hi in COUNTED_BLOCKS for code in range(lo, hi + 1)]
+
+
+@functools.cache
+def _property_class(name: str) -> str:
+    """The members of Unicode property `name` (L, N, Lu, M, ...) among the
+    counted characters, as a character class's inside."""
+    members = [code for code, category in _categories() if category.startswith(name)]
+    ranges: list[str] = []
+    start = previous = members[0]
+    for code in [*members[1:], -1]:
+        if code != previous + 1:
+            ranges.append(re.escape(chr(start)) + ("" if start == previous else "-" + re.escape(chr(previous))))
+            start = code
+        previous = code
+    return "".join(ranges)
+
+
+def stdlib_pattern(pat_str: str) -> str:
+    """tiktoken's pattern `pat_str` for the standard `re` (3.11 has possessive
+    quantifiers, not `\\p{...}`): each property and `\\s` spelled out as a
+    class, which is exact for countable text."""
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pat_str):
+        char = pat_str[i]
+        if char == "\\":
+            escape = pat_str[i:i + 2]
+            found = _PROPERTY.match(pat_str, i)
+            if found:
+                inside, i = _property_class(found.group(1)), found.end()
+            elif escape in ("\\s", "\\S"):
+                inside, i = ("" if escape == "\\s" else "^") + _WHITE_SPACE, i + 2
+                if in_class and escape == "\\S":
+                    raise ValueError("\\S inside a class cannot be spelled out")
+            else:
+                out.append(escape)
+                i += 2
+                continue
+            out.append(inside if in_class else f"[{inside}]")
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+        elif char == "]" and in_class:
+            in_class = False
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
 def countable(text: str) -> bool:
     """Whether every character of `text` is one this module counts exactly."""
     return text.isascii() or _OTHER_CHARACTER(text) is None
@@ -163,7 +225,7 @@ class ExactCounter:
     _KNOWN_LIMIT = 200_000
 
     def __init__(self, pat_str: str, table: RankTable) -> None:
-        self._split = regex.compile(pat_str).findall
+        self._split = re.compile(stdlib_pattern(pat_str)).findall
         self._table = table
         self._known: dict[str, int] = {}
         self.counted_chars = 0  # so a caller can tell when the Rust encoder would pay for itself
