@@ -128,6 +128,7 @@ def test_the_encoder_counts_once_it_is_built_or_the_text_is_long(monkeypatch: py
     counter = exact_counter("o200k_base")
     monkeypatch.setattr(counter, "counted_chars", 0)
     assert tok.count("hello world") == 2 and counter.counted_chars == len("hello world")
+    assert tok.count("hello world") == 2 and counter.counted_chars == len("hello world")  # remembered, not counted again
     assert tok.count_many(["a b", "c"]) == [2, 1] and counter.counted_chars == len("hello world") + 4
     monkeypatch.setattr(tokens, "EXACT_COUNTER_MAX_CHARS", len("hello world") + 5)
     # Over the budget: the encoder is built and counts from then on.

@@ -218,26 +218,41 @@ class ExactCounter:
     """Counts as `tiktoken.Encoding(pat_str, ranks).encode_ordinary` would,
     for text that is `countable`."""
 
-    __slots__ = ("_split", "_table", "_known", "counted_chars")
+    __slots__ = ("_split", "_table", "_known", "_texts", "_texts_chars", "counted_chars")
 
     # Pieces counted so far, so a word costs one lookup per process; bounded
     # (cleared when full) so a long run does not grow without end.
     _KNOWN_LIMIT = 200_000
+    # Whole texts counted so far: a question counts its prompt templates and
+    # passages again for every plan and call (an offline one counts 55,000
+    # characters, 13,000 of them distinct). Bounded by their characters.
+    _TEXTS_LIMIT_CHARS = 2_000_000
 
     def __init__(self, pat_str: str, table: RankTable) -> None:
         self._split = re.compile(stdlib_pattern(pat_str)).findall
         self._table = table
         self._known: dict[str, int] = {}
+        self._texts: dict[str, int] = {}
+        self._texts_chars = 0
         self.counted_chars = 0  # so a caller can tell when the Rust encoder would pay for itself
 
     def count(self, text: str) -> int:
+        n = self._texts.get(text)
+        if n is not None:
+            return n
         self.counted_chars += len(text)
         try:
-            return self._count(text)
+            n = self._count(text)
         except UnicodeEncodeError:
             # A lone surrogate (a broken document): tiktoken counts the text
             # with each one replaced by U+FFFD, and so do we.
-            return self._count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+            n = self._count(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+        if self._texts_chars + len(text) > self._TEXTS_LIMIT_CHARS:
+            self._texts.clear()
+            self._texts_chars = 0
+        self._texts[text] = n
+        self._texts_chars += len(text)
+        return n
 
     def _count(self, text: str) -> int:
         known, total = self._known, 0
