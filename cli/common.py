@@ -9,7 +9,6 @@ import inspect
 import logging
 import os
 import signal
-import sqlite3
 import sys
 import traceback
 from dataclasses import dataclass
@@ -18,13 +17,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Optional,
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from docsum.config import Settings, load_settings, make_llm, store_location
 from docsum.errors import DocsumError, ExitCode, Interrupted
 from docsum.settings import EVERY_COMMAND, Setting, for_command
 
 from .env import Environment, configure_logging
 
-if TYPE_CHECKING:  # the engines (and numpy) load when a command asks for one; the store when it opens one
+if TYPE_CHECKING:  # the engines (and numpy) load when a command asks for one; the store when it opens one;
+    # the settings' loader (with the TOML reader and the platform's folders) when a command runs, not for --help
+    from docsum.config import Settings
     from docsum.models.llm import LLM
     from docsum.store.base import StoreLocation
 
@@ -45,11 +45,15 @@ class Common:
 
     def store_path(self) -> StoreLocation:
         """The store this command uses (docsum.config.store_location: one rule for every command)."""
+        from docsum.config import store_location
+
         return store_location(self.settings)
 
     def llm(self) -> LLM:
         """The engine the settings select. Its notice (the offline engine, a
         guessed model name) waits for `start()`."""
+        from docsum.config import make_llm
+
         llm, self._notice = make_llm(self.settings)
         return llm
 
@@ -109,6 +113,14 @@ def with_common(command: str) -> Callable[[Callable[..., int | None]], Callable[
     return decorate
 
 
+def _machine_errors() -> tuple[type[Exception], ...]:
+    """What the machine, not docsum, raises: OSError, and SQLite's
+    OperationalError once a store was opened (sqlite3 is not imported for
+    --help; never imported, it raised nothing)."""
+    sqlite3 = sys.modules.get("sqlite3")
+    return (OSError, sqlite3.OperationalError) if sqlite3 is not None else (OSError,)
+
+
 def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[str, Any]) -> None:
     env = Environment.from_os()
     env.quiet, env.verbose = bool(flags.get("quiet")), bool(flags.get("verbose"))
@@ -121,6 +133,8 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
     failure: tuple[str, str] | None = None  # (type, message) for the --json error document
     try:
         from docsum.store.base import location_secrets
+
+        from docsum.config import load_settings
 
         settings = load_settings(flags)
         for secret in settings.secret_values():
@@ -148,7 +162,7 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = ExitCode.OK
-    except (OSError, sqlite3.OperationalError) as exc:
+    except _machine_errors() as exc:
         # The machine, not docsum: a full disk, a read-only folder, a
         # permission. Say what and where, without a traceback.
         if env.verbose:

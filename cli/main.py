@@ -17,11 +17,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from docsum import __version__ as docsum_version
-from docsum.config import config_file_path, describe_embedder
 from docsum.errors import ConfigError, DocsumError, ExitCode
 from docsum.sanitize import clean_name, clean_text
 from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
-from docsum.schema import ResponseStatus
 
 from .common import Common, DocsumCommand, DocsumGroup, run_async, with_common
 
@@ -152,6 +150,7 @@ def ask(
     from docsum.config import ask_options, question_room
     from docsum.query.ask import ask as ask_question
     from docsum.query.synthesizers import EMPTY_ANSWER_REASON
+    from docsum.schema import ResponseStatus
 
     from .render import print_answer
 
@@ -381,6 +380,7 @@ def remove(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id (
 def config_show(*, common: Common) -> int:
     """Every effective setting and where its value came from (flag, environment,
     config file or default). Secrets are never shown."""
+    from docsum.config import config_file_path, describe_embedder
     from docsum.store.base import display_location, is_postgres
 
     rows = common.settings.describe()

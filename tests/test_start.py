@@ -33,9 +33,9 @@ print(json.dumps(sorted(m for m in {heavy} if m in sys.modules)), file=sys.stder
 """
 
 
-def loaded(*args: str | Path, home: Path) -> list[str]:
+def loaded(*args: str | Path, home: Path, heavy: tuple[str, ...] = HEAVY) -> list[str]:
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *map(str, args)], cwd=REPO, capture_output=True, text=True,
+        [sys.executable, "-c", PROBE.format(heavy=heavy), *map(str, args)], cwd=REPO, capture_output=True, text=True,
         env=subprocess_env(DOCSUM_HOME=str(home)), timeout=120, stdin=subprocess.DEVNULL,
     )
     return json.loads(proc.stderr.strip().splitlines()[-1])
@@ -54,6 +54,8 @@ def test_commands_import_only_what_they_use(sample_store: Path, tmp_path: Path) 
     question = "When did the library reopen after the renovation?"
     # typer would coerce every option (--help too) through a pydantic TypeAdapter.
     assert loaded("--help", home=tmp_path) == []
+    # --help reads no setting: neither the settings' loader (TOML reader, platform folders) nor SQLite.
+    assert loaded("--help", home=tmp_path, heavy=("docsum.config", "tomllib", "platformdirs", "sqlite3", "docsum.schema")) == []
     assert loaded("ask", "--help", home=tmp_path) == []
     assert loaded("summaries", "--store", sample_store, home=tmp_path) == []
     # show prints no vector, so it reads none (decoding one loaded numpy).
