@@ -6,6 +6,7 @@ word of warning. `garbage_reason` says what is wrong, in one line, or None.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections import Counter
@@ -31,6 +32,7 @@ _SCRIPT_FAMILY = {"CJK": "CJK", "HIRAGANA": "CJK", "KATAKANA": "CJK", "HANGUL": 
                   "HALFWIDTH": "CJK", "FULLWIDTH": "CJK"}
 
 
+@functools.cache  # a build asks for every letter of every document: a few thousand distinct ones
 def _script(char: str) -> str:
     """The script of a letter, from its Unicode name ("LATIN SMALL LETTER A"
     → LATIN); marks and modifiers belong to no script of their own."""
@@ -53,15 +55,21 @@ def garbage_reason(text: str) -> str | None:
     words = _WORD.findall(text)
     if not words:
         return f"{UNREADABLE}: no words at all: a broken font encoding or a scan without text"
-    scripts = Counter(_script(c) for w in words for c in w)
-    cjk = scripts.get("CJK", 0) / max(1, sum(scripts.values()))
+    # ASCII words are Latin letters only: no CJK, no word mixing scripts. The
+    # common case skips looking up each letter's script.
+    ascii_only = text.isascii()
+    if ascii_only:
+        cjk = 0.0
+    else:
+        scripts = Counter(_script(c) for w in words for c in w)
+        cjk = scripts.get("CJK", 0) / max(1, sum(scripts.values()))
     # One-letter "words" are normal in CJK (every ideograph stands alone).
     if cjk < 0.5:
         real = sum(1 for w in words if len(w) >= 2)
         if real / len(words) < MIN_WORD_SHARE:
             return f"{UNREADABLE}: mostly scattered letters or glyph codes ({real / len(words):.0%} of its words are longer than one letter): a broken font encoding or a scan without text"
     long_words = [w for w in words if len(w) >= 2]
-    if long_words:
+    if long_words and not ascii_only:
         mixed = sum(1 for w in long_words if len({_script(c) for c in w if c.isalpha()} - {"MODIFIER", "COMBINING"}) > 1)
         if mixed / len(long_words) > MAX_MIXED_WORD_SHARE:
             return (
