@@ -202,10 +202,19 @@ _REGISTRANT_CHARS = 5000
 _AFTER_FILE_NUMBER = LazyPattern(r"^[ \t]*Commission File Number[^\n]*\n[ \t\n]*([^\n]*\w[^\n]*?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
 
 
+# The words each pattern needs, looked for first: on a long line without
+# them the patterns above backtrack for milliseconds (a quadratic scan of the
+# line), and almost no text is a filing's cover.
+_REGISTRANT_NOTE = re.compile(r"\(Exact name of registrant", re.IGNORECASE)
+_FILE_NUMBER_NOTE = re.compile(r"Commission File Number", re.IGNORECASE)
+
+
 def registrant(text: str) -> str | None:
     """The registrant named on an SEC filing's cover, if the text is one."""
     head = text[:_REGISTRANT_CHARS]
-    found = _REGISTRANT.search(head) or _AFTER_FILE_NUMBER.search(head)
+    found = (_REGISTRANT_NOTE.search(head) and _REGISTRANT.search(head)) or (
+        _FILE_NUMBER_NOTE.search(head) and _AFTER_FILE_NUMBER.search(head)
+    )
     return " ".join(found.group(1).split()) if found else None
 
 
