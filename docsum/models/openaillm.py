@@ -220,7 +220,9 @@ class OpenAILLM(LLM):
     def _cap(self, text: str, kind: str) -> str:
         """`text` cut at OVERRUN_FACTOR times max_tokens, with a warning."""
         limit = self.metadata.num_output * OVERRUN_FACTOR
-        if len(text) * 4 <= limit:  # no text of n characters is 4n tokens
+        # No text is more tokens than its UTF-8 bytes (byte-level BPE): most
+        # replies are answered without encoding them.
+        if len(text) * 4 <= limit or len(text.encode("utf-8", "surrogatepass")) <= limit:
             return text
         # A token is rarely longer than 16 characters: encode only that much
         # of a huge reply.
