@@ -45,10 +45,10 @@ def _script(char: str) -> str:
 
 
 def garbage_reason(text: str) -> str | None:
-    visible = [c for c in text if not c.isspace()]
+    visible = "".join(text.split())  # the characters that are not whitespace (str.isspace)
     if len(visible) < MIN_CHARS:
         return None
-    letters = sum(1 for c in visible if c.isalnum())
+    letters = sum(map(str.isalnum, visible))
     share = letters / len(visible)
     if share < MIN_LETTER_SHARE:
         return f"{UNREADABLE}: mostly symbols, not words ({share:.0%} letters or digits): a broken font encoding or a scan without text"
