@@ -378,8 +378,12 @@ class Limits:
             # Twice the requests: a document waiting for its embedding lets the
             # next one be summarized meanwhile.
             documents=max(2, 2 * requests),
-            # Big enough that a batch is worth sending, small enough to go soon.
-            embed_batch=max(16, 2 * requests),
+            # A summary waits for its vector about 1.1 request times (the 0.5 s
+            # window, a free request slot, the request), while N requests finish
+            # N summaries per request time: below ~4N held, finished documents
+            # block the build's documents gate and request slots go idle
+            # (bench/RESULTS.md, issue 12: 12.4 of 16 in flight at 2N, 14.7 at 4N).
+            embed_batch=max(16, 4 * requests),
             questions=requests,
             # The pool never caps the semaphore; room for retries and streams.
             connections=max(100, 2 * requests),

@@ -215,7 +215,7 @@ def test_concurrency_sets_every_limit_in_one_record(monkeypatch: pytest.MonkeyPa
     assert llm.limits == limits
     assert build_options(settings, [Path(".")]).limits == limits
     assert ask_options(settings, llm, stream=False).limits == limits
-    assert load_settings({"concurrency": "12"}, environ={}).limits.embed_batch == 24
+    assert load_settings({"concurrency": "12"}, environ={}).limits.embed_batch == 48
     shown = run_cli("config", "show", "--json", "--concurrency", "5").json()["limits"]
     assert (shown["requests"], shown["documents"], shown["questions"]) == (5, 10, 5)
     assert "limits = 5 LLM requests, 10 documents and 5 questions at once" in run_cli("config", "show", "--concurrency", "5").stdout
