@@ -73,3 +73,34 @@ def test_the_window_sends_a_lone_summary_while_others_are_still_busy(fake_llm: F
     waited = asyncio.run(run())
     assert len(fake_llm.embedding_requests()) == 1
     assert 0.15 < waited < 5  # sent by the window, not by the busy neighbour
+
+
+def test_a_summary_goes_at_once_when_every_other_document_waits_in_a_request(fake_llm: FakeOpenAI) -> None:
+    """Documents whose vectors are already on the way cannot join a batch: the
+    last summaries of a build are sent as they come, beside the request in
+    flight, not after it (which made the build's tail one request per batch)."""
+    from fakeopenai import Reply
+
+    fake_llm.script_embeddings(Reply(delay=0.5))  # the first request is still out when the third summary comes
+    llm = make_llm(fake_llm)
+
+    async def run() -> None:
+        embedder = SummaryEmbedder(llm, capacity=16, window=60)  # the timer must not be what sends
+
+        async def document(name: str, after: float) -> None:
+            if after:
+                await asyncio.sleep(after)
+                embedder.enter()
+            try:
+                await embedder.embed(f"summary of {name}")
+            finally:
+                embedder.leave()
+
+        embedder.enter()
+        embedder.enter()  # a and b are worked on from the start, c starts later
+        await asyncio.gather(document("a", 0), document("b", 0), document("c", 0.2))
+
+    asyncio.run(run())
+    inputs = sorted(r.body["input"] for r in fake_llm.embedding_requests())
+    assert inputs == [["summary of a", "summary of b"], ["summary of c"]]
+    assert fake_llm.max_inflight == 2

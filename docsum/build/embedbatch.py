@@ -10,8 +10,8 @@ single-slot server each one holds up the next summary.
 vector and commits it with its summary) while documents that finish at about
 the same time share one request. A waiting summary is sent when
 
-- every document the build is working on is waiting for its vector (nobody
-  else can join soon), or
+- every document the build is working on is waiting for its vector or has it
+  on the way in an earlier request (nobody else can join soon), or
 - the embedder is full: `capacity` documents are waiting or in a request, or
 - it has waited `window` seconds (a slow neighbour does not hold it up long).
 
@@ -92,7 +92,9 @@ class SummaryEmbedder:
             self._room.release()
 
     def _maybe_send(self) -> None:
-        if self._waiting and (len(self._waiting) >= self.active or self.held >= self.capacity):
+        # Every document being worked on is waiting for its vector, or already
+        # has it on the way (in `held`, not in `_waiting`): none can join.
+        if self._waiting and (self.held >= self.active or self.held >= self.capacity):
             self._send()
 
     def _send(self) -> None:
