@@ -15,7 +15,11 @@
 #
 # Measured (sample_data/docs, its store built once per tree first):
 #   python -c pass            the interpreter alone (the floor of every command)
-#   import openai             the OpenAI client alone: what a server-backed ask adds
+#   import openai             the OpenAI client alone, imported the ordinary way
+#   openai as docsum          the package as docsum imports it (docsum.models.lazyopenai;
+#                             a tree without it imports it the ordinary way)
+#   request                   that import, a client and one completion and one embedding
+#                             request against the fake server, in one process
 #   import cli.main, openai   the CLI's modules and the client (bench/tables.py's
 #                             start-up estimate for the side-by-side query tables)
 #   docsum --help, show, config show, summaries
@@ -26,7 +30,8 @@
 # Both trees run with the same interpreter as `python -m cli.main` from their
 # folder, their modules compiled first (as an installed package has them).
 # Environment: PY (the interpreter; default .venv/bin/python of this clone),
-# BEFORE, RUNS, CALLGRIND, RESULTS.
+# BEFORE, RUNS, CALLGRIND, RESULTS, COMMANDS (a comma-separated subset of the
+# names below; default all).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -42,14 +47,28 @@ command -v valgrind >/dev/null 2>&1 || CALLGRIND=0
 WORK="$(mktemp -d /tmp/bench-cold.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 
-"$PY" - "$REPO" "$BEFORE" "$RUNS" "$CALLGRIND" "$RESULTS/cold_start.json" "$WORK" <<'PY'
+"$PY" - "$REPO" "$BEFORE" "$RUNS" "$CALLGRIND" "$RESULTS/cold_start.json" "$WORK" "${COMMANDS:-}" <<'PY'
 import json, os, re, statistics, subprocess, sys, time
 from pathlib import Path
 
-repo, before, runs, callgrind, out_path, work = sys.argv[1:7]
+repo, before, runs, callgrind, out_path, work, only = sys.argv[1:8]
 repo, work, runs, callgrind = Path(repo), Path(work), int(runs), callgrind == "1"
 py = sys.executable
 question = "How many member households did the Larkspur Valley Water Cooperative have at the end of 2023?"
+# The package as docsum imports it; a tree from before docsum.models.lazyopenai imports it the ordinary way.
+AS_DOCSUM = ("import docsum.models.openaillm as m\n"
+             "(getattr(m, 'openai_module', None) or (lambda: __import__('openai')))()")
+# Import, client, one completion and one embedding request (as a build or a question makes them).
+REQUEST = """
+import asyncio, sys
+from docsum.models.openaillm import OpenAILLM
+from docsum.models.prompts import TEXT_QA_PROMPT
+llm = OpenAILLM(model='fake-chat', base_url=sys.argv[1], api_key=None, embed_model='fake-embed')
+async def main():
+    await llm.apredict(TEXT_QA_PROMPT, context_str='Bees make honey.', query_str='What do bees make?')
+    await llm.aembed(['bees'])
+asyncio.run(main())
+"""
 
 
 def loadavg() -> str:
@@ -109,6 +128,8 @@ try:
     names = {
         "python": ["python", "-c", "pass"],
         "import-openai": ["python", "-c", "import openai"],
+        "openai-as-docsum": ["python", "-c", AS_DOCSUM],
+        "request": ["python", "-c", REQUEST, "{url}"],
         "imports-openai": ["python", "-c", "import cli.main, openai"],
         "help": ["--help"],
         "config-show": ["config", "show"],
@@ -117,10 +138,13 @@ try:
         "ask-offline": ["ask", question, "--store", "{offline}", "--llm", "extractive", "--no-stream"],
         "ask-server": ["ask", question, "--store", "{remote}", *served],
     }
+    if only:
+        names = {k: v for k, v in names.items() if k in only.split(",")}
     result = {"runs": runs, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "loadavg_before": loadavg(),
               "trees": {t.name: str(t.path) for t in trees}, "rows": []}
     for name, template in names.items():
-        argv = {t.name: [a.format(offline=stores[t.name][0], remote=stores[t.name][1]) for a in template] for t in trees}
+        argv = {t.name: [a if a in (AS_DOCSUM, REQUEST) else a.format(offline=stores[t.name][0], remote=stores[t.name][1], url=url)
+                         for a in template] for t in trees}
         measured: dict[str, list[tuple[float, float, float]]] = {t.name: [] for t in trees}
         for tree in trees:
             tree.once(argv[tree.name])  # warm-up: page cache, the tokenizer table's cached copy, the BM25 index
@@ -142,7 +166,7 @@ try:
     old_names = {"python": "python", "help": "docsum-help", "imports-openai": "docsum-imports-openai",
                  "ask-offline": "docsum-ask-offline"}
     result["commands"] = [
-        {"name": old_names.get(r["command"], r["command"]), "label": r["command"], "display": " ".join(names[r["command"]])[:80],
+        {"name": old_names.get(r["command"], r["command"]), "label": r["command"], "display": " ".join(" ".join(names[r["command"]]).split())[:80],
          "median_ms": r["median_s"] * 1000, "min_ms": r["min_s"] * 1000, "max_ms": r["max_s"] * 1000, "rss_mib": r["rss_mib"]}
         for r in result["rows"] if r["tree"] == "after"
     ]
