@@ -239,6 +239,26 @@ def test_a_trickling_or_endless_server_is_stopped_by_the_timeout(
     assert ("did not finish within 1s" if stream else "timed out after 1s") in result.stderr
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reply_of_endless_size_is_not_read_into_memory(
+    built_store: Path, fake_llm: FakeOpenAI, stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deadline bounded how long a server may send, not how much: a
+    reply of any size was read whole before anything looked at it. (The cap
+    is lowered to 1 MiB here so the test sends 2 MiB, not 130.)"""
+    from docsum.models import openaillm
+
+    monkeypatch.setattr(openaillm, "MAX_REPLY_BYTES", 1024 * 1024)
+    MAX_REPLY_BYTES = openaillm.MAX_REPLY_BYTES
+    huge = completion_body("bees " * (2 * MAX_REPLY_BYTES // 5))
+    fake_llm.responder = lambda body: Reply(raw_body=huge, content_type="text/event-stream" if body.get("stream") else None)
+    result = run_cli("ask", "bees?", "--store", built_store, *llm_args(fake_llm), "--stream" if stream else "--no-stream",
+                     "--mode", "simple_summarize", "--max-retries", "0")
+    assert result.code == 1, result
+    assert f"the reply passed {MAX_REPLY_BYTES // 2**20} MiB" in result.stderr, result.stderr
+    assert "internal error" not in result.stderr
+
+
 def test_a_json_reply_to_a_streaming_request_is_a_server_error(built_store: Path, fake_llm: FakeOpenAI) -> None:
     fake_llm.responder = lambda body: Reply(raw_body=completion_body("not a stream"), content_type="application/json")
     result = run_cli("ask", "bees?", "--store", built_store, *llm_args(fake_llm), "--stream", "--mode", "simple_summarize")

@@ -60,6 +60,12 @@ log = logging.getLogger("docsum")
 # format, kept: a vector as base64 of little-endian float32 is a quarter of its
 # JSON size and decodes without parsing a number at a time.
 EMBEDDING_ENCODING = "base64"
+# The most docsum reads of one reply. The largest honest one is a batch of
+# embeddings: at --concurrency 256, 1,024 texts of 4,096 dimensions, about
+# 22 MiB in base64 and 85 MiB from a server that ignores base64 and writes
+# decimals. A server sending more is broken or hostile, and the deadline
+# alone bounds only how long it may send, not how much memory it takes.
+MAX_REPLY_BYTES = 128 * 1024 * 1024
 
 
 def openai_module() -> Any:
@@ -481,6 +487,7 @@ def deadline_client(seconds: float, limits: Limits) -> Any:
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             chunks = self.inner.__aiter__()
+            received = 0
             while True:
                 try:
                     async with asyncio.timeout_at(self.deadline):
@@ -489,6 +496,12 @@ def deadline_client(seconds: float, limits: Limits) -> Any:
                     return
                 except TimeoutError:
                     raise httpx2.ReadTimeout(f"no complete response within {seconds:g}s", request=self.request) from None
+                received += len(chunk)
+                if received > MAX_REPLY_BYTES:
+                    raise httpx2.RemoteProtocolError(
+                        f"the reply passed {MAX_REPLY_BYTES // 2**20} MiB, more than any answer docsum asks for; "
+                        "the rest was not read", request=self.request,
+                    )
                 yield chunk
 
         async def aclose(self) -> None:
