@@ -246,10 +246,10 @@ def test_a_reply_of_endless_size_is_not_read_into_memory(
     """The deadline bounded how long a server may send, not how much: a
     reply of any size was read whole before anything looked at it. (The cap
     is lowered to 1 MiB here so the test sends 2 MiB, not 130.)"""
-    from docsum.models import openaillm
+    from docsum.models import transport
 
-    monkeypatch.setattr(openaillm, "MAX_REPLY_BYTES", 1024 * 1024)
-    MAX_REPLY_BYTES = openaillm.MAX_REPLY_BYTES
+    monkeypatch.setattr(transport, "MAX_REPLY_BYTES", 1024 * 1024)
+    MAX_REPLY_BYTES = transport.MAX_REPLY_BYTES
     huge = completion_body("bees " * (2 * MAX_REPLY_BYTES // 5))
     fake_llm.responder = lambda body: Reply(raw_body=huge, content_type="text/event-stream" if body.get("stream") else None)
     result = run_cli("ask", "bees?", "--store", built_store, *llm_args(fake_llm), "--stream" if stream else "--no-stream",

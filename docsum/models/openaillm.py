@@ -47,6 +47,7 @@ from docsum.models.replies import (
     token_count,
 )
 from docsum.models.tokens import tokenizer_for_model
+from docsum.models.transport import deadline_client
 from docsum.sanitize import Redactor, credential_secrets, mask_url, url_credentials, url_without_credentials
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, Limits, default
@@ -60,12 +61,6 @@ log = logging.getLogger("docsum")
 # format, kept: a vector as base64 of little-endian float32 is a quarter of its
 # JSON size and decodes without parsing a number at a time.
 EMBEDDING_ENCODING = "base64"
-# The most docsum reads of one reply. The largest honest one is a batch of
-# embeddings: at --concurrency 256, 1,024 texts of 4,096 dimensions, about
-# 22 MiB in base64 and 85 MiB from a server that ignores base64 and writes
-# decimals. A server sending more is broken or hostile, and the deadline
-# alone bounds only how long it may send, not how much memory it takes.
-MAX_REPLY_BYTES = 128 * 1024 * 1024
 
 
 def openai_module() -> Any:
@@ -471,58 +466,3 @@ def normalise_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (matrix / norms).astype(np.float32)
-
-
-def deadline_client(seconds: float, limits: Limits) -> Any:
-    """An HTTP client for the openai package whose every request, body
-    included, must finish within `seconds`: httpx's own timeout bounds only
-    each wait for the next bytes, so a server trickling one byte a second (or
-    streaming forever) would hold docsum indefinitely. Running out is a read
-    timeout, which the openai client retries like any other."""
-    import httpx2
-
-    class DeadlineStream(httpx2.AsyncByteStream):
-        def __init__(self, inner: Any, deadline: float, request: Any) -> None:
-            self.inner, self.deadline, self.request = inner, deadline, request
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            chunks = self.inner.__aiter__()
-            received = 0
-            while True:
-                try:
-                    async with asyncio.timeout_at(self.deadline):
-                        chunk = await chunks.__anext__()
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    raise httpx2.ReadTimeout(f"no complete response within {seconds:g}s", request=self.request) from None
-                received += len(chunk)
-                if received > MAX_REPLY_BYTES:
-                    raise httpx2.RemoteProtocolError(
-                        f"the reply passed {MAX_REPLY_BYTES // 2**20} MiB, more than any answer docsum asks for; "
-                        "the rest was not read", request=self.request,
-                    )
-                yield chunk
-
-        async def aclose(self) -> None:
-            await self.inner.aclose()
-
-    class DeadlineTransport(httpx2.AsyncBaseTransport):
-        def __init__(self) -> None:
-            pool = httpx2.Limits(max_connections=limits.connections, max_keepalive_connections=limits.keepalive)
-            self.inner = httpx2.AsyncHTTPTransport(limits=pool)
-
-        async def handle_async_request(self, request: Any) -> Any:
-            deadline = asyncio.get_running_loop().time() + seconds
-            try:
-                async with asyncio.timeout_at(deadline):
-                    response = await self.inner.handle_async_request(request)
-            except TimeoutError:
-                raise httpx2.ReadTimeout(f"no response within {seconds:g}s", request=request) from None
-            response.stream = DeadlineStream(response.stream, deadline, request)
-            return response
-
-        async def aclose(self) -> None:
-            await self.inner.aclose()
-
-    return httpx2.AsyncClient(transport=DeadlineTransport(), timeout=seconds, follow_redirects=True)

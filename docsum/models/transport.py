@@ -1,0 +1,73 @@
+"""The HTTP client under the `openai` package: what docsum adds to httpx's
+own timeouts so that no server, slow or hostile, holds a request forever or
+fills memory with its reply."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator
+
+from docsum.settings import Limits
+
+# The most docsum reads of one reply. The largest honest one is a batch of
+# embeddings: at --concurrency 256, 1,024 texts of 4,096 dimensions, about
+# 22 MiB in base64 and 85 MiB from a server that ignores base64 and writes
+# decimals. A server sending more is broken or hostile, and the deadline
+# alone bounds only how long it may send, not how much memory it takes.
+MAX_REPLY_BYTES = 128 * 1024 * 1024
+
+
+def deadline_client(seconds: float, limits: Limits) -> Any:
+    """An HTTP client for the openai package whose every request, body
+    included, must finish within `seconds`: httpx's own timeout bounds only
+    each wait for the next bytes, so a server trickling one byte a second (or
+    streaming forever) would hold docsum indefinitely. Running out is a read
+    timeout, which the openai client retries like any other. A reply past
+    `MAX_REPLY_BYTES` is a protocol error, as a connection broken off is."""
+    import httpx2
+
+    class DeadlineStream(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any, deadline: float, request: Any) -> None:
+            self.inner, self.deadline, self.request = inner, deadline, request
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            chunks = self.inner.__aiter__()
+            received = 0
+            while True:
+                try:
+                    async with asyncio.timeout_at(self.deadline):
+                        chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise httpx2.ReadTimeout(f"no complete response within {seconds:g}s", request=self.request) from None
+                received += len(chunk)
+                if received > MAX_REPLY_BYTES:
+                    raise httpx2.RemoteProtocolError(
+                        f"the reply passed {MAX_REPLY_BYTES // 2**20} MiB, more than any answer docsum asks for; "
+                        "the rest was not read", request=self.request,
+                    )
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class DeadlineTransport(httpx2.AsyncBaseTransport):
+        def __init__(self) -> None:
+            pool = httpx2.Limits(max_connections=limits.connections, max_keepalive_connections=limits.keepalive)
+            self.inner = httpx2.AsyncHTTPTransport(limits=pool)
+
+        async def handle_async_request(self, request: Any) -> Any:
+            deadline = asyncio.get_running_loop().time() + seconds
+            try:
+                async with asyncio.timeout_at(deadline):
+                    response = await self.inner.handle_async_request(request)
+            except TimeoutError:
+                raise httpx2.ReadTimeout(f"no response within {seconds:g}s", request=request) from None
+            response.stream = DeadlineStream(response.stream, deadline, request)
+            return response
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return httpx2.AsyncClient(transport=DeadlineTransport(), timeout=seconds, follow_redirects=True)
