@@ -130,11 +130,24 @@ def _read_ranks(spec: _Spec) -> dict[bytes, int]:
     return ranks
 
 
-def _cache_file(spec: _Spec) -> Path:
+def _cache_file(spec: _Spec, suffix: str = "marshal") -> Path:
     from docsum.paths import cache_dir
 
     # Named by the table's checksum: another table (or docsum version) never reads it.
-    return cache_dir() / f"{spec.filename}.{spec.sha256[:16]}.marshal"
+    return cache_dir() / f"{spec.filename}.{spec.sha256[:16]}.{suffix}"
+
+
+def _write_cache(path: Path, data: bytes) -> None:
+    """Best effort (a read-only home just makes it again next time); written
+    aside and renamed, so a reader never sees half a file."""
+    from docsum.paths import replaced_atomically
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with replaced_atomically(path) as out:
+            out.write(data)
+    except OSError:
+        pass
 
 
 def _cached_ranks(spec: _Spec) -> dict[bytes, int] | None:
@@ -150,24 +163,8 @@ def _cached_ranks(spec: _Spec) -> dict[bytes, int] | None:
 
 
 def _cache_ranks(spec: _Spec, ranks: dict[bytes, int]) -> None:
-    """Best effort (a read-only home just decodes every time); written aside
-    and renamed, so a reader never sees half a file."""
-    path = _cache_file(spec)
     body = marshal.dumps(ranks)
-    from docsum.paths import replaced_atomically
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with replaced_atomically(path) as out:
-            out.write(hashlib.sha256(body).digest() + body)
-    except OSError:
-        pass
-
-
-def _rank_table_file(spec: _Spec) -> Path:
-    from docsum.paths import cache_dir
-
-    return cache_dir() / f"{spec.filename}.{spec.sha256[:16]}.ranktable"
+    _write_cache(_cache_file(spec), hashlib.sha256(body).digest() + body)
 
 
 # A process counts with the rank table until it has counted this many
@@ -189,19 +186,12 @@ def exact_counter(name: str) -> ExactCounter:
     from docsum.models.bpecount import ExactCounter, RankTable, table_bytes
 
     spec = _SPECS[name]
-    path = _rank_table_file(spec)
+    path = _cache_file(spec, "ranktable")
     table = RankTable.read(path)
     if table is None:
         data = table_bytes(_read_ranks(spec))
         table = RankTable(data)
-        from docsum.paths import replaced_atomically
-
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with replaced_atomically(path) as out:
-                out.write(data)
-        except OSError:
-            pass  # a read-only home: the next process makes it again
+        _write_cache(path, data)
     return ExactCounter(spec.pat_str, table)
 
 
