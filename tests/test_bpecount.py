@@ -124,6 +124,10 @@ def test_the_table_file_is_made_once_and_a_damaged_one_is_made_again(tmp_path: P
 
 def test_the_encoder_counts_once_it_is_built_or_the_text_is_long(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tokens, "_built", set())  # as in a process that has built no encoder yet
+    # A counter of its own: the process's one remembers texts other tests in
+    # this worker counted ("hello world" among them), which made this test
+    # pass or fail by the order tests ran in.
+    exact_counter.cache_clear()
     tok = Tokenizer("o200k_base")
     counter = exact_counter("o200k_base")
     monkeypatch.setattr(counter, "counted_chars", 0)
