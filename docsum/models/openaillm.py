@@ -265,17 +265,21 @@ class OpenAILLM(LLM):
             return await self._post_chat(params)
 
     async def _post_chat(self, params: dict[str, Any]) -> Any:
-        client = self._client()
         if params.get("stream"):
             # The package's SSE reader (error events, [DONE], transport errors
             # as APIConnectionError/APITimeoutError) with each chunk's JSON
             # handed over as it is: `object` means no model is built.
-            return await client.post("/chat/completions", body=params, options=request_options(), cast_to=object,
+            return await self._client().post("/chat/completions", body=params, options=request_options(), cast_to=object,
                                      stream=True, stream_cls=chunk_stream_class())
+        return await self._post_json("/chat/completions", params)
+
+    async def _post_json(self, path: str, body: dict[str, Any]) -> Any:
+        """The JSON the server answers a request to `path` with; a body that
+        is not JSON is a ValueError, reported as a malformed response."""
         import httpx2
 
-        response = await client.post("/chat/completions", body=params, options=request_options(), cast_to=httpx2.Response)
-        return response.json()  # not JSON: ValueError, reported as a malformed response
+        response = await self._client().post(path, body=body, options=request_options(), cast_to=httpx2.Response)
+        return response.json()
 
     def _record_usage(self, kind: str, messages: list[dict[str, str]], text: str, usage: Any, seconds: float) -> None:
         prompt_tokens = token_count(member(usage, "prompt_tokens"))
@@ -382,7 +386,6 @@ class OpenAILLM(LLM):
             return await embed_locally(texts)
         if self.metadata.embed_model == LEXICAL_EMBED_MODEL:
             return lexical_vectors(texts)
-        import httpx2
         import numpy as np
 
         openai = openai_module()
@@ -396,8 +399,7 @@ class OpenAILLM(LLM):
             async with self.limiter:
                 began = time.monotonic()
                 try:
-                    response = await self._client().post("/embeddings", body=body, options=request_options(), cast_to=httpx2.Response)
-                    reply = response.json()
+                    reply = await self._post_json("/embeddings", body)
                 except (openai.OpenAIError, ValueError) as exc:
                     self.record(CallRecord("embed", self.metadata.embed_model, 0, 0, time.monotonic() - began, ok=False))
                     raise self._translate(exc) from None

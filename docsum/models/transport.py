@@ -9,11 +9,11 @@ from typing import Any, AsyncIterator
 
 from docsum.settings import Limits
 
-# The most docsum reads of one reply. The largest honest one is a batch of
-# embeddings: at --concurrency 256, 1,024 texts of 4,096 dimensions, about
-# 22 MiB in base64 and 85 MiB from a server that ignores base64 and writes
-# decimals. A server sending more is broken or hostile, and the deadline
-# alone bounds only how long it may send, not how much memory it takes.
+# The most docsum reads of one reply. The largest honest one is an embedding
+# request's (64 texts; at 4,096 dimensions about 1.4 MiB in base64, 6 MiB
+# from a server that ignores base64 and writes decimals), so this leaves
+# room for any model. A server sending more is broken or hostile, and the
+# deadline alone bounds only how long it may send, not how much memory.
 MAX_REPLY_BYTES = 128 * 1024 * 1024
 
 
