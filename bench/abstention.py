@@ -55,8 +55,12 @@ def docsum(code: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(code), DOCSUM_HOME=HOME)
     env.pop("OPENAI_API_KEY", None)
     return subprocess.run(
-        [sys.executable, "-m", "cli.main", *map(str, args)], cwd=code, env=env,
-        capture_output=True, text=True, stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", "cli.main", *map(str, args)],
+        cwd=code,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -133,7 +137,9 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     old = Path(tempfile.mkdtemp(prefix="docsum-old-"))
     shutil.rmtree(old)
-    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(old), REV], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(old), REV], check=True, capture_output=True
+    )
     sys.path.insert(0, str(REPO))
     stores = Path(tempfile.mkdtemp(prefix="docsum-abstention-"))
     results: dict[str, Any] = {"rev": REV, "load": os.getloadavg()}
@@ -143,14 +149,18 @@ def main() -> None:
             row: dict[str, Any] = {}
             questions = {
                 q["id"]: q["question"]
-                for q in map(json.loads, (folder / "questions.jsonl").read_text().splitlines()) if q
+                for q in map(json.loads, (folder / "questions.jsonl").read_text().splitlines())
+                if q
             }
             for label, code in (("old", old), ("new", REPO)):
                 store = stores / f"{label}-{corpus}.sqlite"
                 build(code, folder, store)
                 report = evaluate(code, folder, store, "--unanswerable", "--details")
-                row[label] = {"metrics": report["metrics"], "abstention": report.get("abstention"),
-                              "split": relative_period_split(report, questions)}
+                row[label] = {
+                    "metrics": report["metrics"],
+                    "abstention": report.get("abstention"),
+                    "split": relative_period_split(report, questions),
+                }
             row["floors"] = floor_shares(stores / f"new-{corpus}.sqlite", folder / "questions.jsonl")
             results[corpus] = row
         pdfs = stores / "pdfs"
@@ -179,8 +189,10 @@ def print_tables(results: dict[str, Any]) -> None:
             before = row["old"]["abstention"]["by_kind"][kind]
             old = row["old"]["metrics"]["summary"].get(kind, {}).get("recall")
             new = row["new"]["metrics"]["summary"].get(kind, {}).get("recall")
-            print(f"| {corpus} | {kind} | {rates['n']} | {old:.3f} → {new:.3f} | {before['answer_rate']:.3f} → {rates['answer_rate']:.3f}"
-                  f" | {before['abstention_rate']:.3f} → {rates['abstention_rate']:.3f} |")
+            print(
+                f"| {corpus} | {kind} | {rates['n']} | {old:.3f} → {new:.3f} | {before['answer_rate']:.3f} → {rates['answer_rate']:.3f}"
+                f" | {before['abstention_rate']:.3f} → {rates['abstention_rate']:.3f} |"
+            )
     print("\n| corpus | questions | n | answered (new) | abstained with gold hidden (old → new) |")
     print("|---|---|---|---|---|")
     for corpus in CORPORA:
@@ -196,10 +208,12 @@ def print_tables(results: dict[str, Any]) -> None:
     print("|---|---|---|---|")
     for corpus in CORPORA:
         for retriever, shares in results[corpus]["floors"].items():
-            print(f"| {corpus} | {retriever} | {shares['floor']} | {shares['all']} / {shares.get('single')} / {shares.get('multi')} |")
+            print(
+                f"| {corpus} | {retriever} | {shares['floor']} | {shares['all']} / {shares.get('single')} / {shares.get('multi')} |"
+            )
     for label in ("old", "new"):
         print(f"\n### Summaries, {label}\n")
-        for name, text in results["summaries"][label].items():
+        for text in results["summaries"][label].values():
             print(f"```\n{text.strip()[:1200]}\n```\n")
 
 

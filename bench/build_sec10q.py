@@ -76,9 +76,18 @@ class FakeLLM:
         self.port_file = tempfile.mktemp(prefix="fakellm-port-")
         self.log = open(log_path, "ab")
         self.proc = subprocess.Popen(
-            [python, os.path.join(SHARED, "fakellm.py"), "--port", "0", "--port-file", self.port_file,
-             "--latency-ms", str(latency_ms)],
-            stdout=self.log, stderr=self.log,
+            [
+                python,
+                os.path.join(SHARED, "fakellm.py"),
+                "--port",
+                "0",
+                "--port-file",
+                self.port_file,
+                "--latency-ms",
+                str(latency_ms),
+            ],
+            stdout=self.log,
+            stderr=self.log,
         )
         deadline = time.time() + 30
         while not os.path.exists(self.port_file):
@@ -124,9 +133,27 @@ def run_measured(argv, env, stdout_path=None, stderr_file=None):
 
 
 def docsum_build(a, fake, store, env, log, tag, report_path):
-    argv = [a.docsum, "build", a.corpus, "--store", store, "--base-url", fake.base, "--model", "fake-llm",
-            "--context-window", "3900", "--embed-model", "text-embedding-3-small",
-            "--chunk-size", "1024", "--chunk-overlap", "200", "--json", "-q"]
+    argv = [
+        a.docsum,
+        "build",
+        a.corpus,
+        "--store",
+        store,
+        "--base-url",
+        fake.base,
+        "--model",
+        "fake-llm",
+        "--context-window",
+        "3900",
+        "--embed-model",
+        "text-embedding-3-small",
+        "--chunk-size",
+        "1024",
+        "--chunk-overlap",
+        "200",
+        "--json",
+        "-q",
+    ]
     if a.concurrency:
         argv += ["--concurrency", str(a.concurrency)]
     fake.reset()
@@ -138,8 +165,12 @@ def docsum_build(a, fake, store, env, log, tag, report_path):
     try:
         with open(report_path) as f:
             rep = json.load(f)
-        r["self_reported"] = {"documents": rep.get("documents"), "usage": rep.get("usage"),
-                              "elapsed_s": rep.get("elapsed_s"), "failures": rep.get("failures")}
+        r["self_reported"] = {
+            "documents": rep.get("documents"),
+            "usage": rep.get("usage"),
+            "elapsed_s": rep.get("elapsed_s"),
+            "failures": rep.get("failures"),
+        }
     except (OSError, ValueError) as exc:
         r["self_reported"] = {"error": f"no JSON report: {exc}"}
     if r["rc"] != 0:
@@ -154,8 +185,21 @@ def reference_build(a, fake, env, log, workdir):
         first = json.loads(f.readline())
     with open(qfile, "w") as f:
         f.write(json.dumps({"id": first["id"], "question": first["question"], "doc": first["gold_docs"][0]}) + "\n")
-    argv = [a.li_python, os.path.join(SHARED, "peer_llamaindex.py"), "--corpus", a.corpus, "--questions", qfile,
-            "--base-url", fake.base, "--context-window", "3900", "--skip-rebuild", "--max-questions", "1"]
+    argv = [
+        a.li_python,
+        os.path.join(SHARED, "peer_llamaindex.py"),
+        "--corpus",
+        a.corpus,
+        "--questions",
+        qfile,
+        "--base-url",
+        fake.base,
+        "--context-window",
+        "3900",
+        "--skip-rebuild",
+        "--max-questions",
+        "1",
+    ]
     log.write(f"[sec10q] reference: {' '.join(argv)}\n".encode())
     log.flush()
     out = os.path.join(workdir, "reference.json")
@@ -175,9 +219,11 @@ def reference_build(a, fake, env, log, workdir):
         "peak_rss_mib": b.get("peak_rss_mib"),
         "server": b.get("server"),
         "persist_bytes": (res.get("persist") or {}).get("bytes"),
-        "refresh": {"server": (res.get("refresh") or {}).get("server"),
-                    "process_wall_s": (res.get("refresh") or {}).get("process_wall_s"),
-                    "load_index_s": (res.get("refresh") or {}).get("load_index_s")},
+        "refresh": {
+            "server": (res.get("refresh") or {}).get("server"),
+            "process_wall_s": (res.get("refresh") or {}).get("process_wall_s"),
+            "load_index_s": (res.get("refresh") or {}).get("load_index_s"),
+        },
         "versions": res.get("versions"),
     }
 
@@ -206,12 +252,19 @@ def loadavg():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", default=DEFAULT_CORPUS, required=DEFAULT_CORPUS is None,
-                    help="the SEC 10-Q text folder (default: $EVAL/sec-10-q)")
+    ap.add_argument(
+        "--corpus",
+        default=DEFAULT_CORPUS,
+        required=DEFAULT_CORPUS is None,
+        help="the SEC 10-Q text folder (default: $EVAL/sec-10-q)",
+    )
     ap.add_argument("--latency", type=int, nargs="+", default=[0, 300])
     ap.add_argument("--docsum", default=os.environ.get("DOCSUM", "/tmp/dev/bin/docsum"))
-    ap.add_argument("--li-python", default=os.environ.get("LI_PY", "/tmp/bench-venvs/li/bin/python"),
-                    help="python of the LlamaIndex venv; also runs fakellm (it has tiktoken for cl100k counts)")
+    ap.add_argument(
+        "--li-python",
+        default=os.environ.get("LI_PY", "/tmp/bench-venvs/li/bin/python"),
+        help="python of the LlamaIndex venv; also runs fakellm (it has tiktoken for cl100k counts)",
+    )
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--concurrency", type=int, default=None, help="docsum --concurrency (default: docsum's own, 8)")
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
@@ -231,13 +284,26 @@ def main(argv=None):
                 fake = FakeLLM(a.li_python, lat, log_path)
                 try:
                     store = os.path.join(workdir, f"sec10q-lat{lat}.sqlite")
-                    res = {"latency_ms": lat, "corpus": a.corpus, "date": time.strftime("%Y-%m-%d"),
-                           "loadavg_before": loadavg(), "docsum_source": source_fingerprint()}
-                    res["docsum"] = docsum_build(a, fake, store, env, log, "build",
-                                                 os.path.join(workdir, f"docsum-build-{lat}.json"))
+                    res = {
+                        "latency_ms": lat,
+                        "corpus": a.corpus,
+                        "date": time.strftime("%Y-%m-%d"),
+                        "loadavg_before": loadavg(),
+                        "docsum_source": source_fingerprint(),
+                    }
+                    res["docsum"] = docsum_build(
+                        a, fake, store, env, log, "build", os.path.join(workdir, f"docsum-build-{lat}.json")
+                    )
                     res["docsum"]["store_bytes"] = os.path.getsize(store) if os.path.exists(store) else None
-                    res["docsum_rebuild"] = docsum_build(a, fake, store, env, log, "unchanged rebuild",
-                                                         os.path.join(workdir, f"docsum-rebuild-{lat}.json"))
+                    res["docsum_rebuild"] = docsum_build(
+                        a,
+                        fake,
+                        store,
+                        env,
+                        log,
+                        "unchanged rebuild",
+                        os.path.join(workdir, f"docsum-rebuild-{lat}.json"),
+                    )
                     if not a.no_reference:
                         fake.reset()
                         res["reference"] = reference_build(a, fake, env, log, workdir)

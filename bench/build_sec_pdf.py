@@ -74,7 +74,9 @@ def one_build(label: str, code_dir: str, corpus: str, extra: list[str]) -> dict:
     store = os.path.join(work, "store.sqlite")
     mark = f"DOCSUM_BENCH_MARK={uuid.uuid4().hex}"
     env = dict(os.environ)
-    env.update({"DOCSUM_HOME": os.path.join(work, "home"), "PYTHONPATH": code_dir, mark.split("=")[0]: mark.split("=")[1]})
+    env.update(
+        {"DOCSUM_HOME": os.path.join(work, "home"), "PYTHONPATH": code_dir, mark.split("=")[0]: mark.split("=")[1]}
+    )
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DOCSUM_API_KEY", "DOCSUM_STORE", "DOCSUM_CONFIG"):
         env.pop(name, None)
     cmd = [sys.executable, "-m", "cli.main", "build", corpus, "--store", store, "--llm", "extractive", "--json", *extra]
@@ -102,24 +104,39 @@ def one_build(label: str, code_dir: str, corpus: str, extra: list[str]) -> dict:
         report = json.loads(proc.stdout)
         failures = report.get("failures", [])
     except ValueError:
-        failures = [{"path": "?", "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no output"}]
+        failures = [
+            {"path": "?", "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "no output"}
+        ]
     return {
-        "label": label, "exit": proc.returncode, "wall_s": round(wall, 2), "first_doc_s": None if first_doc is None else round(first_doc, 2),
-        "documents": docs, "pages": pages, "pages_per_s": round(pages / wall, 1) if wall else 0.0,
-        "peak_rss_mib": round(peak / 2**20, 1), "failed": len(failures), "failures": failures,
+        "label": label,
+        "exit": proc.returncode,
+        "wall_s": round(wall, 2),
+        "first_doc_s": None if first_doc is None else round(first_doc, 2),
+        "documents": docs,
+        "pages": pages,
+        "pages_per_s": round(pages / wall, 1) if wall else 0.0,
+        "peak_rss_mib": round(peak / 2**20, 1),
+        "failed": len(failures),
+        "failures": failures,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--old-rev", default=DEFAULT_OLD_REV)
-    parser.add_argument("--corpus", default=DEFAULT_CORPUS, required=DEFAULT_CORPUS is None,
-                        help="the SEC 10-Q PDF folder (default: $EVAL/sec-10-q-pdf)")
+    parser.add_argument(
+        "--corpus",
+        default=DEFAULT_CORPUS,
+        required=DEFAULT_CORPUS is None,
+        help="the SEC 10-Q PDF folder (default: $EVAL/sec-10-q-pdf)",
+    )
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     old_dir = tempfile.mkdtemp(prefix="bench-old-docsum-")
-    subprocess.run(["git", "-C", REPO, "worktree", "add", "--detach", old_dir, args.old_rev], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", REPO, "worktree", "add", "--detach", old_dir, args.old_rev], check=True, capture_output=True
+    )
     try:
         rows = []
         load = [os.getloadavg()[0]]
@@ -130,17 +147,27 @@ def main() -> None:
             load.append(os.getloadavg()[0])
     finally:
         subprocess.run(["git", "-C", REPO, "worktree", "remove", "--force", old_dir], capture_output=True)
-    out = {"corpus": args.corpus, "old_rev": args.old_rev, "cpus": os.cpu_count(), "load_1min_samples": load, "rows": rows}
+    out = {
+        "corpus": args.corpus,
+        "old_rev": args.old_rev,
+        "cpus": os.cpu_count(),
+        "load_1min_samples": load,
+        "rows": rows,
+    }
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", "build_sec_pdf.json"), "w") as fh:
         json.dump(out, fh, indent=2)
     old = next(r for r in rows if r["label"].startswith("old"))
     print(f"load average (1 min) during the run: {', '.join(f'{x:.1f}' for x in load)}")
-    print("| build | exit | failed | documents | pages | wall s | pages/s | first document s | peak RSS MiB | speed-up vs old |")
+    print(
+        "| build | exit | failed | documents | pages | wall s | pages/s | first document s | peak RSS MiB | speed-up vs old |"
+    )
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for r in rows:
         ratio = old["wall_s"] / r["wall_s"] if r["wall_s"] else 0
-        print(f"| {r['label']} | {r['exit']} | {r['failed']} | {r['documents']} | {r['pages']} | {r['wall_s']} | {r['pages_per_s']} | {r['first_doc_s']} | {r['peak_rss_mib']} | {ratio:.1f}× |")
+        print(
+            f"| {r['label']} | {r['exit']} | {r['failed']} | {r['documents']} | {r['pages']} | {r['wall_s']} | {r['pages_per_s']} | {r['first_doc_s']} | {r['peak_rss_mib']} | {ratio:.1f}× |"
+        )
     for r in rows:
         for f in r["failures"]:
             print(f"- {r['label']}: failed {f['path']}: {f['error']}")

@@ -43,7 +43,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--dim", type=int, default=1536)
-    parser.add_argument("--trace", type=Path, help="append `path started finished` (time.monotonic seconds) of every finished request to this file, each second")
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        help="append `path started finished` (time.monotonic seconds) of every finished request to this file, each second",
+    )
     args = parser.parse_args()
     fake = FakeOpenAI(responder=respond, latency=args.latency, embedding_dim=args.dim).start()
     print(fake.base_url, flush=True)

@@ -24,7 +24,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 # No default outside the clone: with EVAL (the corpora folder) set, its
 # sec-10-q-pdf/ and the pdfs/ folder beside it.
-DEFAULTS = [Path(os.environ["EVAL"]).parent / "pdfs", Path(os.environ["EVAL"]) / "sec-10-q-pdf"] if os.environ.get("EVAL") else []
+DEFAULTS = (
+    [Path(os.environ["EVAL"]).parent / "pdfs", Path(os.environ["EVAL"]) / "sec-10-q-pdf"]
+    if os.environ.get("EVAL")
+    else []
+)
 sys.path.insert(0, str(REPO))
 
 
@@ -41,17 +45,36 @@ def _measure(engine: str, path: str, queue: multiprocessing.Queue) -> None:  # t
             pages = pypdf_pages(path, data)
         else:
             doc = load_pdf(Path(path), data)
-            queue.put({"ok": True, "chose": doc.extractor, "chars": len(doc.text), "cpu_s": round(time.process_time() - started, 3)})
+            queue.put(
+                {
+                    "ok": True,
+                    "chose": doc.extractor,
+                    "chars": len(doc.text),
+                    "cpu_s": round(time.process_time() - started, 3),
+                }
+            )
             return
         text = "".join(pages.texts)
-        queue.put({
-            "ok": True, "pages": len(pages.texts), "chars": len(text), "alnum": sum(ch.isalnum() for ch in text),
-            "garbled": round(pages.garbled, 4), "cpu_s": round(time.process_time() - started, 3),
-        })
+        queue.put(
+            {
+                "ok": True,
+                "pages": len(pages.texts),
+                "chars": len(text),
+                "alnum": sum(ch.isalnum() for ch in text),
+                "garbled": round(pages.garbled, 4),
+                "cpu_s": round(time.process_time() - started, 3),
+            }
+        )
     except LoadError as exc:
         queue.put({"ok": False, "error": exc.reason, "cpu_s": round(time.process_time() - started, 3)})
     except Exception as exc:  # noqa: BLE001 - the comparison records every failure
-        queue.put({"ok": False, "error": f"{type(exc).__name__}: {exc}"[:160], "cpu_s": round(time.process_time() - started, 3)})
+        queue.put(
+            {
+                "ok": False,
+                "error": f"{type(exc).__name__}: {exc}"[:160],
+                "cpu_s": round(time.process_time() - started, 3),
+            }
+        )
 
 
 def measure(engine: str, path: Path) -> dict:
@@ -98,7 +121,9 @@ def main() -> None:
         ok = [r[engine] for r in rows if r[engine]["ok"]]
         pages = sum(r["pages"] for r in ok)
         cpu = sum(r["cpu_s"] for r in ok)
-        print(f"{engine}: opened {len(ok)}/{len(rows)}, {pages} pages in {cpu:.1f} CPU s = {pages / cpu if cpu else 0:.0f} pages per CPU-second")
+        print(
+            f"{engine}: opened {len(ok)}/{len(rows)}, {pages} pages in {cpu:.1f} CPU s = {pages / cpu if cpu else 0:.0f} pages per CPU-second"
+        )
 
 
 if __name__ == "__main__":

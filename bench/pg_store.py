@@ -56,7 +56,9 @@ def make_corpus(folder: Path, count: int) -> None:
     topics = ["bees", "bridges", "ferries", "orchards", "libraries", "storms", "mills", "canals"]
     for i in range(count):
         body = " ".join(f"The {topics[i % 8]} report {i} says item {j} is fine." for j in range(12))
-        (folder / f"doc{i:04d}.txt").write_text(f"DOCMARK{i:04d} Notes on {topics[i % 8]}.\n\n{body}\n", encoding="utf-8")
+        (folder / f"doc{i:04d}.txt").write_text(
+            f"DOCMARK{i:04d} Notes on {topics[i % 8]}.\n\n{body}\n", encoding="utf-8"
+        )
 
 
 def stored(url: str) -> int:
@@ -145,10 +147,10 @@ ASK_QUESTIONS = ["budget for bridges and comets", "storms in month 7", "ferries 
 def populate(location: str, count: int) -> None:
     """`count` synthetic documents with the fake server's embeddings, the same in every store."""
     import numpy as np
+    from fakeopenai import default_embedding
 
     from docsum.store.base import open_store
     from docsum.store.records import DocumentRecord, NodeRecord, make_doc_id
-    from fakeopenai import default_embedding
 
     topics = ["bees", "bridges", "ferries", "orchards", "libraries", "storms", "mills", "canals", "tariffs", "comets"]
     with open_store(location) as store:
@@ -164,7 +166,9 @@ def populate(location: str, count: int) -> None:
             store.put_document(record, [NodeRecord(doc_id, 0, summary * 3, 0, len(summary) * 3, (), 120)])
 
 
-def timed_ask(location: str, home: Path, fake: FakeOpenAI, question: str = ASK_QUESTIONS[0]) -> tuple[float, int, dict[str, Any]]:
+def timed_ask(
+    location: str, home: Path, fake: FakeOpenAI, question: str = ASK_QUESTIONS[0]
+) -> tuple[float, int, dict[str, Any]]:
     """Wall seconds, peak RSS (MB) and the JSON answer of one whole `docsum ask` process."""
     cmd = ["/usr/bin/time", "-f", "%e %M", *DOCSUM, "ask", question, "--store", location, "--json", "--top-k", "10",
            "--base-url", fake.base_url, "--model", "fake-chat", "--embed-model", "fake-embed", "--explain"]  # fmt: skip
@@ -203,7 +207,10 @@ def ask_round(server: PostgresServer, count: int) -> dict[str, Any]:
             out[name] = {
                 "search": search.split(": ", 2)[-1][:160],
                 "first": {"wall_s": first[0], "rss_mb": first[1]},
-                "next_median": {"wall_s": statistics.median(w[0] for w in warm), "rss_mb": statistics.median(w[1] for w in warm)},
+                "next_median": {
+                    "wall_s": statistics.median(w[0] for w in warm),
+                    "rss_mb": statistics.median(w[1] for w in warm),
+                },
             }
             top[name] = [[(d["path"], d["score"]) for d in timed_ask(location, home, fake, q)[2]["documents"]]
                          for q in ASK_QUESTIONS]  # fmt: skip
@@ -216,7 +223,9 @@ def ask_round(server: PostgresServer, count: int) -> dict[str, Any]:
                     store.update_embedding(doc.doc_id, np.asarray(doc.embedding) * 1.0, doc.embedding_model or "")
             after = [timed_ask(stores[name], scratch / f"home-{name}", fake) for _ in range(3)]
             out[name]["after_100_changed_median"] = {
-                "wall_s": statistics.median(a[0] for a in after), "rss_mb": statistics.median(a[1] for a in after)}
+                "wall_s": statistics.median(a[0] for a in after),
+                "rss_mb": statistics.median(a[1] for a in after),
+            }
     # HNSW is approximate: the share of its top 10 that belongs in the exact
     # top 10 (SQLite's), a document tied with the exact 10th counting as in.
     out["pgvector_top10_recall"] = [
@@ -243,7 +252,9 @@ def main() -> None:
         sys.exit("no PostgreSQL binaries found (set DOCSUM_PG_BINDIR)")
     server = PostgresServer(bindir)
     server.start()
-    results: dict[str, Any] = {"uptime_before": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
+    results: dict[str, Any] = {
+        "uptime_before": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    }
     try:
         if not args.skip_build:
             corpus = Path(tempfile.mkdtemp(prefix="bench-corpus-"))

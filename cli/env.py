@@ -47,7 +47,13 @@ class Environment:
     def err_console(self) -> Console:
         from rich.console import Console
 
-        return Console(file=self.stderr, force_terminal=self.stderr_isatty, no_color=not self.color, highlight=False, soft_wrap=True)
+        return Console(
+            file=self.stderr,
+            force_terminal=self.stderr_isatty,
+            no_color=not self.color,
+            highlight=False,
+            soft_wrap=True,
+        )
 
     def redact(self, text: str) -> str:
         """`text` as it may be printed: secrets replaced, nothing that could
@@ -86,6 +92,7 @@ class Environment:
             yield "]"
 
         self.out_lines(lines())
+
     def out_stream(self) -> StreamRedactor:
         """For text written to stdout piece by piece (a streamed answer):
         feed each piece, write what it returns, then write flush()."""

@@ -19,7 +19,12 @@ if TYPE_CHECKING:
 
 @with_common(EVAL)
 def eval_command(
-    questions: Annotated[Path, typer.Argument(metavar="QUESTIONS", help="JSON lines: id, question, answer, gold_docs, kind.", show_default=False)],
+    questions: Annotated[
+        Path,
+        typer.Argument(
+            metavar="QUESTIONS", help="JSON lines: id, question, answer, gold_docs, kind.", show_default=False
+        ),
+    ],
     *,
     common: Common,
 ) -> int:
@@ -43,10 +48,18 @@ def eval_command(
     names = settings.eval_retrievers or [settings.retriever or default_retriever(llm)]
     # Made (and the mode resolved) before anything is read or sent; the
     # answers retrieve as the metrics do.
-    ask_with = AskOptions(
-        mode=answer_mode(settings), retriever=names[0], top_k=settings.top_k,
-        choice_batch_size=settings.choice_batch_size, candidates=settings.candidates, limits=settings.limits,
-    ) if asks else None
+    ask_with = (
+        AskOptions(
+            mode=answer_mode(settings),
+            retriever=names[0],
+            top_k=settings.top_k,
+            choice_batch_size=settings.choice_batch_size,
+            candidates=settings.candidates,
+            limits=settings.limits,
+        )
+        if asks
+        else None
+    )
     store_path = common.store_path()
     env = common.env
     common.start()
@@ -57,16 +70,26 @@ def eval_command(
 
     report = run_async(
         lambda: evaluate(
-            store_path, llm, items,
-            retriever=names[0], also=names[1:], top_k=settings.top_k, baseline=settings.baseline,
-            answers=ask_with if settings.answers else None, batch_size=settings.choice_batch_size,
-            candidates=settings.candidates, limits=settings.limits, progress=progress,
+            store_path,
+            llm,
+            items,
+            retriever=names[0],
+            also=names[1:],
+            top_k=settings.top_k,
+            baseline=settings.baseline,
+            answers=ask_with if settings.answers else None,
+            batch_size=settings.choice_batch_size,
+            candidates=settings.candidates,
+            limits=settings.limits,
+            progress=progress,
             unanswerable=ask_with if settings.unanswerable else None,
         )
     )
     details = settings.details
     if report.unresolved:
-        env.error(f"docsum: warning: {len(set(report.unresolved))} gold document(s) are not in the store, e.g. {report.unresolved[0]}")
+        env.error(
+            f"docsum: warning: {len(set(report.unresolved))} gold document(s) are not in the store, e.g. {report.unresolved[0]}"
+        )
     if common.json:
         env.out_json(report.as_dict(details=details))
         return ExitCode.OK
@@ -90,14 +113,20 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str |
         if system == "summary" and len(report.summary) > 1:
             continue  # the same figures appear under the retriever's name
         for kind, m in kinds.items():
-            table.add_row(system, kind, str(m.n), f"{m.recall:.3f}", f"{m.precision:.3f}", f"{m.mrr:.3f}", f"{m.all_found:.3f}")
+            table.add_row(
+                system, kind, str(m.n), f"{m.recall:.3f}", f"{m.precision:.3f}", f"{m.mrr:.3f}", f"{m.all_found:.3f}"
+            )
     console.print(table)
     if report.answers:
         a = report.answers
         acc = "-" if a.accuracy is None else f"{a.accuracy:.3f}"
-        console.print(f"answers ({a.mode} mode, graded by {a.grader}): accuracy {acc} over {a.graded} question(s); by kind {dict(a.by_kind)}")
+        console.print(
+            f"answers ({a.mode} mode, graded by {a.grader}): accuracy {acc} over {a.graded} question(s); by kind {dict(a.by_kind)}"
+        )
     if report.abstention:
-        ab = Table(title=f"answer / abstain ({report.abstention.mode} mode): normal runs should answer, hidden-gold runs abstain")
+        ab = Table(
+            title=f"answer / abstain ({report.abstention.mode} mode): normal runs should answer, hidden-gold runs abstain"
+        )
         for column in ("kind", "n", "answer rate", "abstention rate"):
             ab.add_column(column, justify="left" if column == "kind" else "right")
         for kind, rates in report.abstention.by_kind.items():
@@ -108,7 +137,9 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str |
         for column in ("id", "kind", "recall", "retrieved", "gold"):
             rows.add_column(column)
         for row in report.details:
-            rows.add_row(row.id, row.kind, f"{row.metrics['summary'].recall:.2f}", ", ".join(row.retrieved), ", ".join(row.gold))
+            rows.add_row(
+                row.id, row.kind, f"{row.metrics['summary'].recall:.2f}", ", ".join(row.retrieved), ", ".join(row.gold)
+            )
         console.print(rows)
     usage = report.usage
     cost = estimated_cost(model, usage.prompt_tokens, usage.completion_tokens)

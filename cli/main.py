@@ -12,7 +12,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -33,12 +33,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # --help) loads only what it uses: numpy with vectors, openai with the first
 # request, rich on a terminal, the evaluation code for eval.
 if TYPE_CHECKING:
-    from docsum.build.report import BuildOptions
+    from docsum.builder.report import BuildOptions
     from docsum.models.llm import LLM
-    from docsum.store.base import DocumentStore
     from docsum.query.options import AskOptions
     from docsum.query.question import Question
     from docsum.query.results import AskResult
+    from docsum.store.base import DocumentStore
 
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.
@@ -80,16 +80,23 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _top(
-    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print docsum's version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print docsum's version and exit.")
+    ] = False,
 ) -> None:
     """Options that come before the command."""
+
+
 app.add_typer(config_app, name="config")
 
 
 @app.command(cls=DocsumCommand)
 @with_common(BUILD)
 def build(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Folders or files to index.", show_default=False, readable=False)],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATH", help="Folders or files to index.", show_default=False, readable=False),
+    ],
     *,
     common: Common,
 ) -> int:
@@ -99,7 +106,7 @@ def build(
     (they are listed and retried next run) or a folder could not be listed or
     is empty while the store holds documents from it (they are kept), 4 if
     another build holds the store."""
-    from docsum.build.pipeline import build as build_store
+    from docsum.builder.pipeline import build as build_store
     from docsum.config import build_options
 
     from .render import BuildProgress, print_build_report
@@ -110,7 +117,9 @@ def build(
     store_path = common.store_path()
     common.start()
     if llm.metadata.extractive and settings.summary_language:
-        common.env.info("docsum: note: the offline engine ignores --summary-language (its summaries quote the document)")
+        common.env.info(
+            "docsum: note: the offline engine ignores --summary-language (its summaries quote the document)"
+        )
     if settings.build_max_calls is not None and not options.dry_run:
         _check_build_calls(store_path, llm, options, settings.build_max_calls)
     progress = BuildProgress(common.env, enabled=not common.json)
@@ -122,7 +131,7 @@ def build(
 def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit: int) -> None:
     """Plan the build as --dry-run does; refuse it before any call when it
     plans more than `limit` LLM calls."""
-    from docsum.build.pipeline import build as build_store
+    from docsum.builder.pipeline import build as build_store
 
     plan = run_async(lambda: build_store(store_path, llm, dataclasses.replace(options, dry_run=True)))
     if plan.planned_calls > limit:
@@ -137,7 +146,12 @@ def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit:
 @app.command(cls=DocsumCommand)
 @with_common(ASK)
 def ask(
-    question: Annotated[Optional[str], typer.Argument(metavar="QUESTION", help="The question; - reads it from stdin (or --questions FILE).", show_default=False)] = None,
+    question: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="QUESTION", help="The question; - reads it from stdin (or --questions FILE).", show_default=False
+        ),
+    ] = None,
     *,
     common: Common,
 ) -> int:
@@ -311,11 +325,21 @@ def summaries(*, common: Common) -> int:
         docs = store.iter_documents()
         if common.json:
             common.env.out_json_array(
-                {"doc_id": d.doc_id, "path": d.path, "root": d.root, "title": d.title, "pages": d.page_count, "tokens": d.token_count, "summary": d.summary}
+                {
+                    "doc_id": d.doc_id,
+                    "path": d.path,
+                    "root": d.root,
+                    "title": d.title,
+                    "pages": d.page_count,
+                    "tokens": d.token_count,
+                    "summary": d.summary,
+                }
                 for d in docs
             )
             return ExitCode.OK
-        common.env.out_lines(f"{d.doc_id}  {clean_name(d.path)}  {clean_name(_first_line(d.summary)[:160])}" for d in docs)
+        common.env.out_lines(
+            f"{d.doc_id}  {clean_name(d.path)}  {clean_name(_first_line(d.summary)[:160])}" for d in docs
+        )
     return ExitCode.OK
 
 
@@ -338,16 +362,35 @@ def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
 
 @app.command(cls=DocsumCommand)
 @with_common(SHOW)
-def show(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id (or a unique prefix), its path as typed from here, or its stored path.", show_default=False)], *, common: Common) -> int:
+def show(
+    doc: Annotated[
+        str,
+        typer.Argument(
+            metavar="DOC",
+            help="Document id (or a unique prefix), its path as typed from here, or its stored path.",
+            show_default=False,
+        ),
+    ],
+    *,
+    common: Common,
+) -> int:
     """Show one document's whole summary, with its node count and pages."""
     with _open_existing(common) as store:
         record = _find(store, doc)
         nodes = store.nodes_for([record.doc_id])[record.doc_id]
     pages = sorted({p for n in nodes for p in n.pages})
     data = {
-        "doc_id": record.doc_id, "path": record.path, "root": record.root, "title": record.title,
-        "kind": record.kind, "nodes": len(nodes), "pages": record.page_count, "tokens": record.token_count,
-        "summary_model": record.summary_model, "updated_at": record.updated_at, "summary": record.summary,
+        "doc_id": record.doc_id,
+        "path": record.path,
+        "root": record.root,
+        "title": record.title,
+        "kind": record.kind,
+        "nodes": len(nodes),
+        "pages": record.page_count,
+        "tokens": record.token_count,
+        "summary_model": record.summary_model,
+        "updated_at": record.updated_at,
+        "summary": record.summary,
     }
     if common.json:
         common.env.out_json(data)
@@ -355,7 +398,9 @@ def show(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id (or
     env = common.env
     env.out(f"{clean_name(record.path)}  ({record.doc_id})")
     env.out(f"title: {clean_name(record.title)}")
-    env.out(f"nodes: {len(nodes)}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}")
+    env.out(
+        f"nodes: {len(nodes)}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}"
+    )
     env.out("")
     env.out(record.summary)
     return ExitCode.OK
@@ -363,7 +408,18 @@ def show(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id (or
 
 @app.command(cls=DocsumCommand)
 @with_common(REMOVE)
-def remove(doc: Annotated[str, typer.Argument(metavar="DOC", help="Document id (or a unique prefix), its path as typed from here, or its stored path.", show_default=False)], *, common: Common) -> int:
+def remove(
+    doc: Annotated[
+        str,
+        typer.Argument(
+            metavar="DOC",
+            help="Document id (or a unique prefix), its path as typed from here, or its stored path.",
+            show_default=False,
+        ),
+    ],
+    *,
+    common: Common,
+) -> int:
     """Delete one document (its summary and nodes) from the store."""
     with _open_existing(common, readonly=False) as store:
         record = _find(store, doc)
@@ -391,16 +447,29 @@ def config_show(*, common: Common) -> int:
     embedder = describe_embedder(common.settings)
     limits = common.settings.limits
     if common.json:
-        common.env.out_json({"store": store, "store_backend": "postgresql" if is_postgres(location) else "sqlite",
-                             "vector_search": search, "embedder": embedder, "config_file": str(config),
-                             "config_file_exists": config.is_file(), "limits": dataclasses.asdict(limits), "settings": rows})
+        common.env.out_json(
+            {
+                "store": store,
+                "store_backend": "postgresql" if is_postgres(location) else "sqlite",
+                "vector_search": search,
+                "embedder": embedder,
+                "config_file": str(config),
+                "config_file_exists": config.is_file(),
+                "limits": dataclasses.asdict(limits),
+                "settings": rows,
+            }
+        )
         return ExitCode.OK
-    common.env.out(f"config file = {config}{'' if config.is_file() else '  (not found; defaults and environment apply)'}")
+    common.env.out(
+        f"config file = {config}{'' if config.is_file() else '  (not found; defaults and environment apply)'}"
+    )
     common.env.out(f"store = {store}")
     common.env.out(f"vector search = {search}")
     common.env.out(f"embedder = {embedder}")
-    common.env.out(f"limits = {limits.requests} LLM requests, {limits.documents} documents and {limits.questions} questions "
-                   f"at once, {limits.embed_batch} summaries per embedding request (from concurrency)")
+    common.env.out(
+        f"limits = {limits.requests} LLM requests, {limits.documents} documents and {limits.questions} questions "
+        f"at once, {limits.embed_batch} summaries per embedding request (from concurrency)"
+    )
     for row in rows:
         common.env.out(f"{row['name']} = {row['value']!r}  ({row['source']})")
     return ExitCode.OK

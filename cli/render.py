@@ -10,10 +10,10 @@ from docsum.sanitize import clean_name, clean_text
 
 from .env import Environment
 
-if TYPE_CHECKING:  # rich only on a terminal; docsum.query and docsum.build.pipeline come with their commands
+if TYPE_CHECKING:  # rich only on a terminal; docsum.query and docsum.builder.pipeline come with their commands
     from rich.progress import Progress
 
-    from docsum.build.report import BuildReport, FileOutcome
+    from docsum.builder.report import BuildReport, FileOutcome
     from docsum.query.results import AskResult
 
 
@@ -43,8 +43,14 @@ class BuildProgress:
             )
 
             self.bar = Progress(
-                TextColumn("[bold]build"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stats]}"),
-                TimeElapsedColumn(), TimeRemainingColumn(), console=self.env.err_console(), transient=True,
+                TextColumn("[bold]build"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[stats]}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=self.env.err_console(),
+                transient=True,
             )
             self.bar.start()
             self.task = self.bar.add_task("build", total=total_files, stats="")
@@ -96,9 +102,13 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         env.out_json(data)
         return
     if report.skipped_entries:
-        from docsum.ingest.discover import skipped_summary  # here: `ask` prints answers with this module, and lists no folder
+        from docsum.ingest.discover import (
+            skipped_summary,
+        )  # here: `ask` prints answers with this module, and lists no folder
 
-        env.info(f"docsum: skipped {skipped_summary(report.skipped_entries)}{'' if env.verbose else ' (-v lists them)'}")
+        env.info(
+            f"docsum: skipped {skipped_summary(report.skipped_entries)}{'' if env.verbose else ' (-v lists them)'}"
+        )
         if env.verbose:
             for entry in report.skipped_entries:
                 env.info(f"docsum: skipped {clean_name(entry.path)} ({entry.reason})")
@@ -108,7 +118,11 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
     if report.dry_run:
         planned = data["planned"]
         for item in report.plan:
-            extra = f"  {item.error}" if item.error else f"  {item.nodes} nodes, {item.calls} calls, {item.prompt_tokens} prompt tokens"
+            extra = (
+                f"  {item.error}"
+                if item.error
+                else f"  {item.nodes} nodes, {item.calls} calls, {item.prompt_tokens} prompt tokens"
+            )
             env.out(f"{item.action:<9} {clean_name(item.path)}{extra}")
         env.out(
             f"dry run: {sum(1 for p in report.plan if p.action == 'add')} to add, "
@@ -188,7 +202,7 @@ def source_lines(result: AskResult) -> list[str]:
             if len(quote) > MAX_QUOTE_CHARS:
                 quote = quote[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
             name = clean_name(result.names.get(c.doc, c.path))
-            lines.append(f"[{c.marker}] {name}{' ' + where if where else ''}: \"{quote}\"")
+            lines.append(f'[{c.marker}] {name}{" " + where if where else ""}: "{quote}"')
         return lines
     pages: dict[str, list[int]] = {}
     for src in result.sources:

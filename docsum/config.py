@@ -23,12 +23,12 @@ from docsum.sanitize import credential_secrets, mask_url
 from docsum.settings import FALLBACK_CONTEXT_WINDOW, SETTING_BY_NAME, SETTINGS, Limits, Setting, default
 
 if TYPE_CHECKING:  # the engines, the pipeline and the question code load when a command uses them
-    from docsum.store.base import StoreLocation
-    from docsum.build.report import BuildOptions
+    from docsum.builder.report import BuildOptions
     from docsum.models.llm import LLM
     from docsum.query.options import AskOptions
     from docsum.query.question import QuestionRoom
     from docsum.query.synthesizers import Mode
+    from docsum.store.base import StoreLocation
 
 T = TypeVar("T")
 
@@ -132,7 +132,14 @@ class Settings:
                 value = "(set)"
             elif setting.show is not None:
                 value = setting.show(value)
-            rows.append({"name": setting.name, "value": value, "source": self.sources.get(setting.name, "default"), "help": setting.help})
+            rows.append(
+                {
+                    "name": setting.name,
+                    "value": value,
+                    "source": self.sources.get(setting.name, "default"),
+                    "help": setting.help,
+                }
+            )
         return rows
 
 
@@ -189,7 +196,9 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return values
 
 
-def _value_of(setting: Setting, flags: dict[str, Any], env: Mapping[str, str], file_values: dict[str, Any], path: Path) -> tuple[Any, str]:
+def _value_of(
+    setting: Setting, flags: dict[str, Any], env: Mapping[str, str], file_values: dict[str, Any], path: Path
+) -> tuple[Any, str]:
     """(value, source) of one setting."""
     name = setting.name
     if name in flags:
@@ -245,7 +254,7 @@ def store_location(settings: Settings) -> StoreLocation:
 
 
 def engine_choice(settings: Settings) -> str:
-    """"openai" or "extractive": what `--llm auto` means with these settings."""
+    """ "openai" or "extractive": what `--llm auto` means with these settings."""
     if settings.llm == "auto":
         return "openai" if (settings.api_key or settings.base_url) else "extractive"
     return str(settings.llm)
@@ -294,7 +303,9 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         check_available()  # exit 2 now, not a failure per document later
     choice = engine_choice(settings)
     if choice == "extractive":
-        llm = ExtractiveLLM(settings.context_window, settings.max_output_tokens, limits=settings.limits, embed_model=embed_model)
+        llm = ExtractiveLLM(
+            settings.context_window, settings.max_output_tokens, limits=settings.limits, embed_model=embed_model
+        )
         if settings.llm != "auto":
             return llm, None
         notice = (
@@ -330,8 +341,8 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
 
 def build_options(settings: Settings, paths: list[Path]) -> BuildOptions:
     """The options of `docsum build PATHS` with these settings, checked."""
-    from docsum.build.pipeline import check_build_options
-    from docsum.build.report import BuildOptions
+    from docsum.builder.pipeline import check_build_options
+    from docsum.builder.report import BuildOptions
     from docsum.models.prompts import load_template_file
 
     options = _record(

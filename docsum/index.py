@@ -15,8 +15,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from docsum.build.pipeline import build
-from docsum.build.report import BuildOptions, BuildReport
+from docsum.builder.pipeline import build
+from docsum.builder.report import BuildOptions, BuildReport
 from docsum.errors import ConfigError
 from docsum.models.llm import LLM
 from docsum.query.ask import ask

@@ -11,7 +11,8 @@ methods; the compiled pattern is the same, so every match is too.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 
 class LazyPattern:

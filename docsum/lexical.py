@@ -122,7 +122,13 @@ def key_terms(text: str, limit: int = 12) -> list[str]:
     first_seen: dict[str, int] = {}
     for i, match in enumerate(_NAME.finditer(text)):
         word = match.group(0).rstrip(".")
-        if len(word) < 3 or word.lower() in STOPWORDS or word.lower() in _GENERIC_NAMES or word.isupper() and len(word) > 6:
+        if (
+            len(word) < 3
+            or word.lower() in STOPWORDS
+            or word.lower() in _GENERIC_NAMES
+            or word.isupper()
+            and len(word) > 6
+        ):
             continue
         counts[word] += 1
         first_seen.setdefault(word, i)
@@ -131,7 +137,9 @@ def key_terms(text: str, limit: int = 12) -> list[str]:
 
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
-_DATE = LazyPattern(rf"\b(?:(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{4}}|(?:{_MONTHS})\s+\d{{4}})\b")
+_DATE = LazyPattern(
+    rf"\b(?:(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{4}}|(?:{_MONTHS})\s+\d{{4}})\b"
+)
 
 
 def key_dates(text: str, limit: int = 4) -> list[str]:
@@ -187,19 +195,25 @@ def lexical_scores(query_vec: np.ndarray, matrix: np.ndarray) -> np.ndarray:
 
 # A title line ending in one of these goes on in the next line ("... for
 # Dynamic" does not; "... Specialization for" does).
-_TITLE_CONNECTORS = frozenset("a an and as at by for from in of on or the to with via vs und der die das für von".split())
+_TITLE_CONNECTORS = frozenset(
+    "a an and as at by for from in of on or the to with via vs und der die das für von".split()
+)
 _TITLE_MAX_LINES = 3
 _TITLE_MAX_CHARS = 200
 
 
 # A filing's cover names its registrant on the line above this note; that
 # name, not "UNITED STATES" (the cover's first line), is what the filing is.
-_REGISTRANT = LazyPattern(r"^[ \t]*([^\n]*\w[^\n]*?)[ \t]*\n[ \t\n]*\(Exact name of registrant", re.IGNORECASE | re.MULTILINE)
+_REGISTRANT = LazyPattern(
+    r"^[ \t]*([^\n]*\w[^\n]*?)[ \t]*\n[ \t\n]*\(Exact name of registrant", re.IGNORECASE | re.MULTILINE
+)
 _REGISTRANT_CHARS = 5000
 
 
 # ... or on the first line after the commission file number.
-_AFTER_FILE_NUMBER = LazyPattern(r"^[ \t]*Commission File Number[^\n]*\n[ \t\n]*([^\n]*\w[^\n]*?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+_AFTER_FILE_NUMBER = LazyPattern(
+    r"^[ \t]*Commission File Number[^\n]*\n[ \t\n]*([^\n]*\w[^\n]*?)[ \t]*$", re.IGNORECASE | re.MULTILINE
+)
 
 
 # The words each pattern needs, looked for first: on a long line without
@@ -228,10 +242,8 @@ def title_lines(text: str) -> tuple[str, int] | None:
     Returns the title and how many lines (blank ones included) it took, or
     None when no line has a letter or digit."""
     lines = text.split("\n", 500)[:500]
-    for start, line in enumerate(lines):
-        if any(ch.isalnum() for ch in line):
-            break
-    else:
+    start = next((i for i, line in enumerate(lines) if any(ch.isalnum() for ch in line)), None)
+    if start is None:
         return None
     title = " ".join(lines[start].split())
     used = start + 1
@@ -244,7 +256,9 @@ def title_lines(text: str) -> tuple[str, int] | None:
         # A lone word carries on a title set in title case ("... for Dynamic"
         # / "Languages"); after an ordinary line ("First line here" /
         # "second") it is text.
-        single_word = len(words) == 1 and following.replace("-", "").isalpha() and following[0].isupper() and _title_case(title)
+        single_word = (
+            len(words) == 1 and following.replace("-", "").isalpha() and following[0].isupper() and _title_case(title)
+        )
         if not (open_ended or single_word) or any(ch.isdigit() or ch in "@,*∗†" for ch in following):
             break
         title = f"{title} {following}"

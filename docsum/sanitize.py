@@ -38,7 +38,8 @@ _TEXT_TABLE.update({c: "\N{REPLACEMENT CHARACTER}" for c in _SURROGATES})
 _TEXT_TABLE[ord("\r")] = None  # "\r\n" keeps its "\n"; a lone "\r" would overwrite the line
 
 _NAME_TABLE: dict[int, str] = {
-    c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), *_FORMAT, *_SURROGATES)
+    c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}")
+    for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), *_FORMAT, *_SURROGATES)
 }
 _NAME_TABLE.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
 

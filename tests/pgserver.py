@@ -37,7 +37,10 @@ def find_bindir() -> Path | None:
             out = ""
         if out and (Path(out) / "initdb").exists():
             return Path(out)
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0,
+    )
     return Path(found[-1]).parent if found else None
 
 

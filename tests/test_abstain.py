@@ -13,14 +13,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fakeopenai import FakeOpenAI
+from helpers import first_choice_then
+from helpers import run_cli_parts as run
 
-from docsum.query.abstain import ABSTENTION_TEXT, question_names, says_cannot_answer
 from docsum.lexical import sentences
 from docsum.models.extractive import ExtractiveLLM
+from docsum.query.abstain import ABSTENTION_TEXT, question_names, says_cannot_answer
 from docsum.query.retrieve import SummaryEntry, retrieve
 from docsum.store.sqlite import Store
-from fakeopenai import FakeOpenAI
-from helpers import first_choice_then, run_cli_parts as run
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "sample_data" / "docs"
 SWALLOW = "What is the airspeed velocity of an unladen swallow?"
@@ -43,20 +44,29 @@ def test_offline_unrelated_question_abstains(offline_sample_store: Path) -> None
 
 @pytest.mark.parametrize("mode", ["compact", "refine", "tree_summarize", "simple_summarize"])
 def test_every_text_mode_abstains_offline(offline_sample_store: Path, mode: str) -> None:
-    code, out, err = run("ask", "Which violinist premiered the oboe sonata?", "--store", offline_sample_store, "--mode", mode)
+    code, out, err = run(
+        "ask", "Which violinist premiered the oboe sonata?", "--store", offline_sample_store, "--mode", mode
+    )
     assert_abstained(code, out, err, reason="")
 
 
 def test_a_name_or_year_no_document_mentions_is_an_abstention(offline_sample_store: Path) -> None:
     # The bakery and the oven are in the documents; 1987 is not.
-    code, out, err = run("ask", "Who repaired the Vandermolen oven in 1987?", "--store", offline_sample_store, "--explain")
+    code, out, err = run(
+        "ask", "Who repaired the Vandermolen oven in 1987?", "--store", offline_sample_store, "--explain"
+    )
     assert_abstained(code, out, err, reason="1987")
     assert "grounding:" in err
 
 
 def test_answerable_question_still_answers_with_both_hops(offline_sample_store: Path) -> None:
     # The price is in minutes that never name the bakery: grounding keeps them.
-    code, out, err = run("ask", "How much did Brindle & Daughter pay for the oven, and when was the auction?", "--store", offline_sample_store)
+    code, out, err = run(
+        "ask",
+        "How much did Brindle & Daughter pay for the oven, and when was the auction?",
+        "--store",
+        offline_sample_store,
+    )
     assert code == 0, err
     assert "$1,850" in out and "14 September 2019" in out and "Sources:" in out
 
@@ -88,17 +98,29 @@ def test_min_score_sets_the_floor(offline_sample_store: Path, retriever: str) ->
     assert run(*args, "--min-score", "1.5")[0] == 2
 
 
-@pytest.mark.parametrize("reply", [
-    "The documents do not answer this.",
-    "I cannot answer this question from the provided documents.",
-    "The context does not mention an airspeed for swallows.",
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "The documents do not answer this.",
+        "I cannot answer this question from the provided documents.",
+        "The context does not mention an airspeed for swallows.",
+    ],
+)
 @pytest.mark.parametrize("retriever", ["embedding", "llm", "hybrid"])
 def test_a_model_that_declines_is_an_abstention(offline_sample_store: Path, reply: str, retriever: str) -> None:
     with FakeOpenAI(responder=first_choice_then(reply)) as fake:
         code, out, err = run(
-            "ask", "When did the library reopen after the renovation?", "--store", offline_sample_store,
-            "--base-url", fake.base_url, "--model", "fake-chat", "--retriever", retriever, "--no-stream",
+            "ask",
+            "When did the library reopen after the renovation?",
+            "--store",
+            offline_sample_store,
+            "--base-url",
+            fake.base_url,
+            "--model",
+            "fake-chat",
+            "--retriever",
+            retriever,
+            "--no-stream",
         )
         prompts = [json.dumps(r.body) for r in fake.chat_requests()]
     assert_abstained(code, out, err, reason="found no answer")
@@ -109,8 +131,15 @@ def test_a_model_that_declines_is_an_abstention(offline_sample_store: Path, repl
 def test_a_streamed_decline_prints_no_sources(offline_sample_store: Path) -> None:
     with FakeOpenAI(responder=first_choice_then("The documents do not answer this.")) as fake:
         code, out, err = run(
-            "ask", "When did the library reopen after the renovation?", "--store", offline_sample_store,
-            "--base-url", fake.base_url, "--model", "fake-chat", "--stream",
+            "ask",
+            "When did the library reopen after the renovation?",
+            "--store",
+            offline_sample_store,
+            "--base-url",
+            fake.base_url,
+            "--model",
+            "fake-chat",
+            "--stream",
         )
     assert code == 5 and "Sources:" not in out and out.strip() == ABSTENTION_TEXT
 
@@ -118,7 +147,16 @@ def test_a_streamed_decline_prints_no_sources(offline_sample_store: Path) -> Non
 def test_llm_choosing_none_is_an_abstention(offline_sample_store: Path) -> None:
     with FakeOpenAI(responder=lambda body: '{"choices": []}') as fake:
         code, out, err = run(
-            "ask", SWALLOW, "--store", offline_sample_store, "--base-url", fake.base_url, "--model", "fake-chat", "--retriever", "llm",
+            "ask",
+            SWALLOW,
+            "--store",
+            offline_sample_store,
+            "--base-url",
+            fake.base_url,
+            "--model",
+            "fake-chat",
+            "--retriever",
+            "llm",
         )
     assert_abstained(code, out, err, reason="no document was chosen")
 
@@ -128,29 +166,38 @@ def test_an_empty_store_is_not_an_abstention(tmp_path: Path) -> None:
     assert code == 5 and out == ""
 
 
-@pytest.mark.parametrize("reply, declines", [
-    ("The documents do not answer this.", True),
-    ("I don't know.", True),
-    ("There is no information about swallows in the documents.", True),
-    ("Not mentioned in the documents.", True),
-    ("The bridge opened in 1901.", False),
-    ("The report does not give a date, but the bridge opened after the flood of 1901, as the minutes say. " * 6, False),
-    ("", False),
-])
+@pytest.mark.parametrize(
+    "reply, declines",
+    [
+        ("The documents do not answer this.", True),
+        ("I don't know.", True),
+        ("There is no information about swallows in the documents.", True),
+        ("Not mentioned in the documents.", True),
+        ("The bridge opened in 1901.", False),
+        (
+            "The report does not give a date, but the bridge opened after the flood of 1901, as the minutes say. " * 6,
+            False,
+        ),
+        ("", False),
+    ],
+)
 def test_says_cannot_answer(reply: str, declines: bool) -> None:
     assert says_cannot_answer(reply) is declines
 
 
-@pytest.mark.parametrize("question, names", [
-    ("How much did Brindle & Daughter pay for the oven?", ["brindl", "daughter"]),
-    ("What is the airspeed velocity of an unladen swallow?", []),
-    ("In Q1 2023, how did Microsoft's operating expenses change?", ["q1 2023", "microsoft"]),
-    ("What did NVIDIA report in the Q3 2023 10-Q?", ["nvidia", "q3 2023", "10-q"]),
-    ("Where was Harris W. Fawell born?", ["harri w fawell"]),
-    ("What legal proceedings are disclosed in these 10-Qs?", ["10-q"]),
-    ("Can trends be seen in Intel's Data Center Group revenue?", ["intel", "data center group"]),
-    ("Who composed Aschenbrödel?", ["aschenbrodel"]),
-])
+@pytest.mark.parametrize(
+    "question, names",
+    [
+        ("How much did Brindle & Daughter pay for the oven?", ["brindl", "daughter"]),
+        ("What is the airspeed velocity of an unladen swallow?", []),
+        ("In Q1 2023, how did Microsoft's operating expenses change?", ["q1 2023", "microsoft"]),
+        ("What did NVIDIA report in the Q3 2023 10-Q?", ["nvidia", "q3 2023", "10-q"]),
+        ("Where was Harris W. Fawell born?", ["harri w fawell"]),
+        ("What legal proceedings are disclosed in these 10-Qs?", ["10-q"]),
+        ("Can trends be seen in Intel's Data Center Group revenue?", ["intel", "data center group"]),
+        ("Who composed Aschenbrödel?", ["aschenbrodel"]),
+    ],
+)
 def test_question_names(question: str, names: list[str]) -> None:
     assert question_names(question) == names
 
@@ -161,13 +208,25 @@ def test_question_names(question: str, names: list[str]) -> None:
 def test_eval_unanswerable_reports_answer_and_abstention_rates(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
-    (folder / "ferry.txt").write_text("The Northbank ferry crosses the river every thirty minutes. Tickets cost two dollars.\n")
+    (folder / "ferry.txt").write_text(
+        "The Northbank ferry crosses the river every thirty minutes. Tickets cost two dollars.\n"
+    )
     (folder / "bakery.txt").write_text("Quillon Bakery sells rye bread. The Quillon oven bakes 96 loaves at once.\n")
     (folder / "garden.txt").write_text("The Orvale garden grows tomatoes and beans. Volunteers water it on Sundays.\n")
     questions = tmp_path / "q.jsonl"
     rows = [
-        {"id": "a", "question": "How often does the Northbank ferry cross the river?", "gold_docs": ["ferry.txt"], "kind": "single"},
-        {"id": "b", "question": "How many loaves does the Quillon oven bake?", "gold_docs": ["bakery.txt"], "kind": "single"},
+        {
+            "id": "a",
+            "question": "How often does the Northbank ferry cross the river?",
+            "gold_docs": ["ferry.txt"],
+            "kind": "single",
+        },
+        {
+            "id": "b",
+            "question": "How many loaves does the Quillon oven bake?",
+            "gold_docs": ["bakery.txt"],
+            "kind": "single",
+        },
         {"id": "c", "question": "What does the Orvale garden grow?", "gold_docs": ["garden.txt"], "kind": "multi"},
     ]
     questions.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -220,23 +279,34 @@ def test_filter_with_nothing_satisfying_prints_only_the_abstention(offline_sampl
     # One word of nine ("oven") is in the documents: the bakery's history is
     # chosen (no floor), and no passage of it satisfies the question.
     question = "What is the airspeed velocity, wingspan and migration route of an unladen swallow near the oven?"
-    code, out, err = run("ask", question, "--store", offline_sample_store, "--filter", "--min-score", "0", "--retriever", "embedding")
+    code, out, err = run(
+        "ask", question, "--store", offline_sample_store, "--filter", "--min-score", "0", "--retriever", "embedding"
+    )
     assert_abstained(code, out, err, reason="structured answer filtering")
 
 
 # --------------------------------------------------------------------------- unreadable text
 
 
-@pytest.mark.parametrize("text, verdict", [
-    ("The ferry crosses the river every thirty minutes and tickets cost two dollars. " * 3, None),
-    (":., dP . . i, . . . ? . i ' » 14 e. : .. Pr . srN • ki ., , LIL k 1 sa s .. % , 2 Y. . g . %Z.. , I ' I .4 i \\ ... i —. 41.", "scattered letters"),
-    ("%% ## ** // ;; :: .. -- ** %% ## 12 ** .. ;; :: ## %% ** // ;; :: .. -- ## ** %% ;; :: ..", "symbols"),
-    ("/g145/g137/g155/g3/g4/g133/g133/g135/g146/g150/g131/g144/g133/g135/g3/g16/g145/g134/g135/g142/g3 " * 4, "glyph codes"),
-    ("ࠬᎈΪ९ – 31 – ڦ൲ࠬᎈ ࡈϋܓdʿ࿚Їɚཧཧɓϋɤɚ˜ɧɤɓ˚˟ɘࡈ˜͉ණྠԨೌତ܄ږ˒ᕸሪʘ࿛ሪf ಂʹהяΐ΢ಂ஬Υߒʹה׸ცʘ௰ЭڭᗇږܲږdϾ͉ණྠʘ܄˒඲ᎇܵڭࣛ", "mojibake"),
-    ("本公司於二零二三年發行新股，所得款項用於擴充產能。董事會建議派發末期股息每股零點五元。", None),
-    ("日本語のテキストは漢字とひらがなとカタカナを混ぜて書きます。東京は日本の首都です。", None),
-    ("مرحبا بكم في مكتبة المدينة، نفتح أبوابنا كل يوم من الساعة التاسعة صباحا حتى المساء.", None),
-])
+@pytest.mark.parametrize(
+    "text, verdict",
+    [
+        ("The ferry crosses the river every thirty minutes and tickets cost two dollars. " * 3, None),
+        (
+            ":., dP . . i, . . . ? . i ' » 14 e. : .. Pr . srN • ki ., , LIL k 1 sa s .. % , 2 Y. . g . %Z.. , I ' I .4 i \\ ... i —. 41.",
+            "scattered letters",
+        ),
+        ("%% ## ** // ;; :: .. -- ** %% ## 12 ** .. ;; :: ## %% ** // ;; :: .. -- ## ** %% ;; :: ..", "symbols"),
+        (
+            "/g145/g137/g155/g3/g4/g133/g133/g135/g146/g150/g131/g144/g133/g135/g3/g16/g145/g134/g135/g142/g3 " * 4,
+            "glyph codes",
+        ),
+        ("ࠬᎈΪ९ – 31 – ڦ൲ࠬᎈ ࡈϋܓdʿ࿚Їɚཧཧɓϋɤɚ˜ɧɤɓ˚˟ɘࡈ˜͉ණྠԨೌତ܄ږ˒ᕸሪʘ࿛ሪf ಂʹהяΐ΢ಂ஬Υߒʹה׸ცʘ௰ЭڭᗇږܲږdϾ͉ණྠʘ܄˒඲ᎇܵڭࣛ", "mojibake"),
+        ("本公司於二零二三年發行新股，所得款項用於擴充產能。董事會建議派發末期股息每股零點五元。", None),
+        ("日本語のテキストは漢字とひらがなとカタカナを混ぜて書きます。東京は日本の首都です。", None),
+        ("مرحبا بكم في مكتبة المدينة، نفتح أبوابنا كل يوم من الساعة التاسعة صباحا حتى المساء.", None),
+    ],
+)
 def test_unreadable_text_is_recognised(text: str, verdict: str | None) -> None:
     from docsum.ingest.textquality import garbage_reason
 
@@ -255,7 +325,9 @@ def test_unreadable_file_fails_with_its_reason_and_keeps_its_previous_summary(tm
     store = tmp_path / "store.sqlite"
     assert run("build", folder, "--store", store)[0] == 0
     before = json.loads(run("show", "scan.txt", "--store", store, "--json")[1])["summary"]
-    page.write_text(":., dP . . i, . . . ? . i ' » 14 e. : .. Pr . srN • ki ., , LIL k 1 sa s .. % , 2 Y. . g . %Z.. , I ' I .4 i\n")
+    page.write_text(
+        ":., dP . . i, . . . ? . i ' » 14 e. : .. Pr . srN • ki ., , LIL k 1 sa s .. % , 2 Y. . g . %Z.. , I ' I .4 i\n"
+    )
     code, out, err = run("build", folder, "--store", store)
     assert code == 3
     assert "docsum: failed scan.txt: unreadable text, not summarized: mostly" in err
@@ -268,10 +340,15 @@ def test_a_document_holding_a_sliver_of_what_the_best_holds_is_not_chosen(offlin
     # The newsletter and the water report share only "pay" with the question:
     # before, they filled --top-k beside the bakery and the minutes, and a
     # sentence about the honey fair's surplus came second in the answer.
-    code, out, err = run("ask", "How much did Brindle & Daughter pay for the oven?", "--store", offline_sample_store, "--json")
+    code, out, err = run(
+        "ask", "How much did Brindle & Daughter pay for the oven?", "--store", offline_sample_store, "--json"
+    )
     assert code == 0, err
     data = json.loads(out)
-    assert {d["path"] for d in data["documents"]} == {"brindle_and_daughter_bakery.md", "railway_trust_minutes_2019-10.txt"}
+    assert {d["path"] for d in data["documents"]} == {
+        "brindle_and_daughter_bakery.md",
+        "railway_trust_minutes_2019-10.txt",
+    }
     assert sentences(data["answer"])[0].startswith("Lot 37") and "$1,850" in data["answer"]
 
 
@@ -293,7 +370,9 @@ def test_a_passing_mention_in_a_long_document_is_not_what_it_is_about() -> None:
 
     filler = "Revenue grew in every segment and the company opened new data centers. " * 1500  # 18,000 words
     # Intel's filing names Apple four times as a customer: not a source on Apple.
-    intel = _keys("2022_Q3_INTC.txt", "Intel's quarterly report.", filler + " Apple bought chips. Apple paid. Apple. Apple.")
+    intel = _keys(
+        "2022_Q3_INTC.txt", "Intel's quarterly report.", filler + " Apple bought chips. Apple paid. Apple. Apple."
+    )
     assert missing_names(["appl"], intel) == ["appl"]
     # Microsoft's own filing names Surface six times: a side name of a document
     # about Microsoft.
@@ -301,14 +380,20 @@ def test_a_passing_mention_in_a_long_document_is_not_what_it_is_about() -> None:
     assert missing_names(["microsoft", "surfac"], msft) == []
     # A 2023 filing compares itself with the third quarter of 2022: that is
     # not what it is about.
-    q3_2023 = _keys("2023_Q3_NVDA.txt", "NVIDIA's revenue rose from the third quarter of 2022.", filler + " Up from the third quarter of 2022." * 3)
+    q3_2023 = _keys(
+        "2023_Q3_NVDA.txt",
+        "NVIDIA's revenue rose from the third quarter of 2022.",
+        filler + " Up from the third quarter of 2022." * 3,
+    )
     assert missing_names(["nvidia", "q3 2022"], q3_2023) == ["q3 2022"]
     assert missing_names(["nvidia", "q3 2023"], q3_2023) == []
     # ... however often it does: the file is named for its own period.
     often = _keys("2023_Q3_INTC.txt", "Intel's quarterly report.", "Revenue fell from Q3 2022. Up on Q3 2022. " * 50)
     assert missing_names(["intel", "q3 2022"], often) == ["q3 2022"]
     # Being about the period does not make a document about the subject.
-    nvidia_q1 = _keys("2023_Q1_NVDA.txt", "NVIDIA's quarterly report.", filler + " Microsoft bought GPUs. Microsoft. Microsoft.")
+    nvidia_q1 = _keys(
+        "2023_Q1_NVDA.txt", "NVIDIA's quarterly report.", filler + " Microsoft bought GPUs. Microsoft. Microsoft."
+    )
     assert missing_names(["q1 2023", "microsoft"], nvidia_q1) == ["microsoft"]
 
 
@@ -339,23 +424,31 @@ _RYAN = "who is captain miller in saving private ryan at omaha beach"
 def test_documents_that_each_share_a_word_but_together_miss_the_question_are_not_chosen(retriever: str) -> None:
     from docsum.query.abstain import COVERAGE_FLOOR
 
-    found = asyncio.run(retrieve(retriever, ExtractiveLLM(), _RYAN, _entries(_SCATTERED), top_k=3, floor=COVERAGE_FLOOR))
+    found = asyncio.run(
+        retrieve(retriever, ExtractiveLLM(), _RYAN, _entries(_SCATTERED), top_k=3, floor=COVERAGE_FLOOR)
+    )
     # Each document alone passes the per-document floor (before, all three
     # were handed on and quoted) ...
     assert all((c.relevance or 0) >= COVERAGE_FLOOR for c in found.candidates[:3])
     # ... but between them they hold too little of the question.
     assert found.chosen == [] and "together hold" in found.notes[-1]
     # Without a floor (--min-score 0) nothing is held back.
-    assert len(asyncio.run(retrieve(retriever, ExtractiveLLM(), _RYAN, _entries(_SCATTERED), top_k=3, floor=0.0)).chosen) == 3
+    assert (
+        len(asyncio.run(retrieve(retriever, ExtractiveLLM(), _RYAN, _entries(_SCATTERED), top_k=3, floor=0.0)).chosen)
+        == 3
+    )
 
 
 def test_documents_that_together_hold_the_question_are_chosen() -> None:
     from docsum.query.abstain import COVERAGE_FLOOR
 
     # The two hops of a question, each holding half of it.
-    summaries = dict(_SCATTERED, **{
-        "ryan.txt": "Saving Private Ryan is a war film; Captain Miller lands on Omaha Beach.",
-    })
+    summaries = dict(
+        _SCATTERED,
+        **{
+            "ryan.txt": "Saving Private Ryan is a war film; Captain Miller lands on Omaha Beach.",
+        },
+    )
     found = asyncio.run(retrieve("fused", ExtractiveLLM(), _RYAN, _entries(summaries), top_k=3, floor=COVERAGE_FLOOR))
     assert found.chosen and found.chosen[0].path == "ryan.txt"
 
@@ -386,8 +479,12 @@ def test_hidden_documents_count_as_absent_in_the_question_weights() -> None:
     question = "jousting state"
     # Before: the gold document still counted, "jousting" weighed as a word one
     # document holds and "state" as one three of four hold.
-    assert hidden.coverage(question, np.asarray([1, 2])) == pytest.approx(without.coverage(question, np.asarray([0, 1])))
-    assert hidden.joint_coverage(question, np.asarray([1, 2])) == pytest.approx(without.joint_coverage(question, np.asarray([0, 1])))
+    assert hidden.coverage(question, np.asarray([1, 2])) == pytest.approx(
+        without.coverage(question, np.asarray([0, 1]))
+    )
+    assert hidden.joint_coverage(question, np.asarray([1, 2])) == pytest.approx(
+        without.joint_coverage(question, np.asarray([0, 1]))
+    )
 
 
 def test_the_owner_of_what_is_asked_must_be_what_a_source_is_about() -> None:
@@ -402,7 +499,9 @@ def test_the_owner_of_what_is_asked_must_be_what_a_source_is_about() -> None:
     assert missing_names(question_names(question), intel, subject_names(question)) == ["appl"]
     # A side name that is not the owner may still be mentioned in passing.
     msft = _keys("2023_Q1_MSFT.txt", "Microsoft's quarterly report.", filler + " Surface revenue fell. Surface." * 3)
-    assert missing_names(["microsoft", "surfac"], msft, subject_names("How did Microsoft's Surface revenue change?")) == []
+    assert (
+        missing_names(["microsoft", "surfac"], msft, subject_names("How did Microsoft's Surface revenue change?")) == []
+    )
 
 
 def test_a_year_may_be_one_hops_but_a_period_must_sit_with_every_name(tmp_path: Path) -> None:
@@ -412,14 +511,18 @@ def test_a_year_may_be_one_hops_but_a_period_must_sit_with_every_name(tmp_path: 
     folder.mkdir()
     (folder / "judiciary_act.txt").write_text(
         "The Judiciary Act of 1869 fixed the Supreme Court at nine justices. "
-        "The Judiciary Act of 1869 also created nine circuit judgeships.\n")
+        "The Judiciary Act of 1869 also created nine circuit judgeships.\n"
+    )
     (folder / "james_glisson.txt").write_text(
-        "James Glisson was born in Jackson County, Florida. Glisson later studied at Palmer College.\n")
+        "James Glisson was born in Jackson County, Florida. Glisson later studied at Palmer College.\n"
+    )
     store = tmp_path / "store.sqlite"
     assert run("build", folder, "--store", store)[0] == 0
     # 1869 is one hop's, as "James Glisson" is the other's. Before: "no one
     # document holds 1869 with every name", and an abstention.
-    code, out, err = run("ask", "Where was James Glisson born, in the country that passed the Judiciary Act of 1869?", "--store", store)
+    code, out, err = run(
+        "ask", "Where was James Glisson born, in the country that passed the Judiciary Act of 1869?", "--store", store
+    )
     assert code == 0, err
     assert "Jackson County" in out
     # A quarter, a half or a fiscal year is what a report is for: it must

@@ -22,7 +22,7 @@ from helpers import kind_of, user_text
 from typer.testing import CliRunner
 
 from cli.main import app
-from docsum.build.pipeline import BuildOptions, build
+from docsum.builder.pipeline import BuildOptions, build
 from docsum.errors import ConfigError
 from docsum.models.extractive import ExtractiveLLM
 from docsum.models.openaillm import OpenAILLM
@@ -52,16 +52,22 @@ def blocks(prompt: str) -> dict[int, str]:
     return {int(m.group(1)): m.group(2) for m in _BLOCK.finditer(prompt)}
 
 
-
-
-def smart(answer: str = ANSWER, polish: str = "Polished: the library reopened on Saturday 3 June 2023.", keyword: str = "library"):  # type: ignore[no-untyped-def]
+def smart(
+    answer: str = ANSWER,
+    polish: str = "Polished: the library reopened on Saturday 3 June 2023.",
+    keyword: str = "library",
+):  # type: ignore[no-untyped-def]
     """A responder that does each prompt's job on the real prompt text."""
 
     def respond(body: dict[str, Any]) -> str:
         p = user_text(body)
         kind = kind_of(body)
         if kind == "choice":
-            picks = [{"doc": n, "relevance": 9 if keyword in t.lower()[:200] else 6} for n, t in blocks(p).items() if keyword in t.lower()]
+            picks = [
+                {"doc": n, "relevance": 9 if keyword in t.lower()[:200] else 6}
+                for n, t in blocks(p).items()
+                if keyword in t.lower()
+            ]
             return json.dumps({"choices": picks})
         if kind == "rerank":
             return json.dumps({"choices": [{"doc": n, "relevance": 5} for n in blocks(p)]})
@@ -98,8 +104,19 @@ def last_line(err: str) -> str:
 def test_json_shape_and_usage_match_the_server(sample_store: Path) -> None:
     with FakeOpenAI(responder=smart()) as fake:
         code, out, err = run(
-            "ask", QUESTION, "--store", sample_store, *srv(fake), "--json",
-            "--retriever", "llm", "--rerank", "3", "--compress", "--reorder", "--polish",
+            "ask",
+            QUESTION,
+            "--store",
+            sample_store,
+            *srv(fake),
+            "--json",
+            "--retriever",
+            "llm",
+            "--rerank",
+            "3",
+            "--compress",
+            "--reorder",
+            "--polish",
         )
         chats = fake.chat_requests()
     assert code == 0, err
@@ -173,7 +190,8 @@ def test_nothing_satisfied_with_structured_filter(sample_store: Path) -> None:
 
 
 @pytest.mark.xfail(
-    not _cli_knows_filter(), strict=True,
+    not _cli_knows_filter(),
+    strict=True,
     reason="cli/common.py with_common reads the command's signature without eval_str=True, so typer "
     "loses every Annotated option of `ask` (its --filter flag is named --structured-filter)",
 )
@@ -212,7 +230,18 @@ def test_very_long_question(sample_store: Path) -> None:
         assert fake.requests == []
         # A model with a big window answers it (no relevance floor: the
         # question's 97 made-up words are in no document).
-        code, out, err = run("ask", words, "--store", sample_store, *srv(fake), "--context-window", "128000", "--json", "--min-score", "0")
+        code, out, err = run(
+            "ask",
+            words,
+            "--store",
+            sample_store,
+            *srv(fake),
+            "--context-window",
+            "128000",
+            "--json",
+            "--min-score",
+            "0",
+        )
         assert code == 0, err
         assert json.loads(out)["answer"] == ANSWER
         assert any("ENDMARK" in user_text(r.body) for r in fake.chat_requests())
@@ -226,6 +255,7 @@ def test_question_in_another_language(sample_store: Path) -> None:
     code, out, err = run("ask", question, "--store", sample_store, "--json")
     assert code in (0, 5) and "Traceback" not in err and "internal error" not in err
     json.loads(out)
+
     # An LLM that answers the choice in Chinese is understood.
     def respond(body: dict[str, Any]) -> str:
         if kind_of(body) == "choice":
@@ -247,7 +277,9 @@ def test_question_in_another_language(sample_store: Path) -> None:
 
 def test_stream_only_the_final_call(sample_store: Path) -> None:
     with FakeOpenAI(responder=smart()) as fake:
-        code, out, err = run("ask", QUESTION, "--store", sample_store, *srv(fake), "--mode", "refine", "--top-k", "3", "--stream")
+        code, out, err = run(
+            "ask", QUESTION, "--store", sample_store, *srv(fake), "--mode", "refine", "--top-k", "3", "--stream"
+        )
         chats = fake.chat_requests()
     assert code == 0, err
     assert len(chats) > 1
@@ -267,7 +299,9 @@ def test_stream_with_polish_streams_only_the_polish(sample_store: Path) -> None:
 
 def test_json_never_streams(sample_store: Path) -> None:
     with FakeOpenAI(responder=smart()) as fake:
-        code, out, err = run("ask", QUESTION, "--store", sample_store, *srv(fake), "--mode", "refine", "--stream", "--json")
+        code, out, err = run(
+            "ask", QUESTION, "--store", sample_store, *srv(fake), "--mode", "refine", "--stream", "--json"
+        )
         chats = fake.chat_requests()
     assert code == 0, err
     assert not any(r.body.get("stream") for r in chats)
@@ -325,9 +359,13 @@ def test_polish_meta_answer_keeps_the_original(sample_store: Path) -> None:
 
 def test_template_with_a_variable(sample_store: Path, tmp_path: Path) -> None:
     template = tmp_path / "qa.txt"
-    template.write_text("Answer in a {tone} tone.\nMaterial:\n{context_str}\nQuestion: {query_str}\nAnswer: ", encoding="utf-8")
+    template.write_text(
+        "Answer in a {tone} tone.\nMaterial:\n{context_str}\nQuestion: {query_str}\nAnswer: ", encoding="utf-8"
+    )
     with FakeOpenAI(responder=smart()) as fake:
-        code, out, err = run("ask", QUESTION, "--store", sample_store, *srv(fake), "--template", template, "--var", "tone=grim")
+        code, out, err = run(
+            "ask", QUESTION, "--store", sample_store, *srv(fake), "--template", template, "--var", "tone=grim"
+        )
         assert code == 0, err
         assert any("Answer in a grim tone." in user_text(r.body) for r in fake.chat_requests())
         fake.reset()
@@ -341,7 +379,9 @@ def test_refine_template_variable_checked_up_front(sample_store: Path, tmp_path:
     template = tmp_path / "refine.txt"
     template.write_text("{persona}: improve {existing_answer} with {context_msg} for {query_str}", encoding="utf-8")
     with FakeOpenAI(responder=smart()) as fake:
-        code, out, err = run("ask", QUESTION, "--store", sample_store, *srv(fake), "--mode", "refine", "--refine-template", template)
+        code, out, err = run(
+            "ask", QUESTION, "--store", sample_store, *srv(fake), "--mode", "refine", "--refine-template", template
+        )
         assert code == 2 and "{persona}" in err and fake.requests == []
 
 
@@ -356,11 +396,23 @@ def test_var_cannot_override_what_docsum_fills_in(sample_store: Path) -> None:
 def test_explain_lists_candidates_steps_and_the_plan(sample_store: Path) -> None:
     with FakeOpenAI(responder=smart()) as fake:
         code, out, err = run(
-            "ask", QUESTION, "--store", sample_store, *srv(fake), "--explain",
-            "--retriever", "llm", "--cutoff", "0.1", "--rerank", "3", "--compress", "--reorder",
+            "ask",
+            QUESTION,
+            "--store",
+            sample_store,
+            *srv(fake),
+            "--explain",
+            "--retriever",
+            "llm",
+            "--cutoff",
+            "0.1",
+            "--rerank",
+            "3",
+            "--compress",
+            "--reorder",
         )
     assert code == 0, err
-    lines = [line[len("explain: "):] for line in err.splitlines() if line.startswith("explain: ")]
+    lines = [line[len("explain: ") :] for line in err.splitlines() if line.startswith("explain: ")]
     candidates = [line for line in lines if re.match(r"\[[x ]\] ", line)]
     assert len(candidates) == len(list(SAMPLE_DOCS.iterdir()))  # every candidate...
     chosen = [line for line in candidates if line.startswith("[x]")]
@@ -370,7 +422,9 @@ def test_explain_lists_candidates_steps_and_the_plan(sample_store: Path) -> None
         assert any(line.startswith(f"{step}: ") and "→" in line for line in lines), step
     plan = [line for line in lines if line.startswith("plan: ")]
     assert len(plan) == 1
-    assert re.match(r"plan: \d+ document\(s\) → \d+ node\(s\) → \d+ tokens → \d+ LLM call\(s\) in compact mode", plan[0])
+    assert re.match(
+        r"plan: \d+ document\(s\) → \d+ node\(s\) → \d+ tokens → \d+ LLM call\(s\) in compact mode", plan[0]
+    )
 
 
 def test_explain_keeps_each_entry_on_one_line_whatever_a_file_is_called(tmp_path: Path) -> None:
@@ -381,7 +435,9 @@ def test_explain_keeps_each_entry_on_one_line_whatever_a_file_is_called(tmp_path
     (docs / "ferries.txt").write_text("The ferry to the island leaves at nine.\n", encoding="utf-8")
     store = tmp_path / "s.sqlite"
     assert run("build", docs, "--store", store, "--llm", "extractive")[0] == 0
-    code, out, err = run("ask", "When is high water at the harbour?", "--store", store, "--llm", "extractive", "--explain")
+    code, out, err = run(
+        "ask", "When is high water at the harbour?", "--store", store, "--llm", "extractive", "--explain"
+    )
     assert code == 0, err
     assert all(line.startswith(("explain: ", "docsum: ")) for line in err.splitlines()), err
     assert any(line.startswith("explain: [x] ") and "tide\\ntables.txt" in line for line in err.splitlines()), err
@@ -418,8 +474,20 @@ def test_plan_call_count_is_the_calls_made(sample_store: Path, mode: str, polish
     # A small window forces several calls; the embedding retriever makes none.
     with FakeOpenAI(responder=smart()) as fake:
         code, out, err = run(
-            "ask", QUESTION, "--store", sample_store, *srv(fake), "--mode", mode, "--top-k", "3",
-            "--context-window", "700", "--explain", "--json", *(["--polish"] if polish else []),
+            "ask",
+            QUESTION,
+            "--store",
+            sample_store,
+            *srv(fake),
+            "--mode",
+            mode,
+            "--top-k",
+            "3",
+            "--context-window",
+            "700",
+            "--explain",
+            "--json",
+            *(["--polish"] if polish else []),
         )
         made = len(fake.chat_requests())
     assert code == 0, err

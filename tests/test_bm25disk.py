@@ -40,7 +40,9 @@ def assert_same_scores(a: BM25Index, b: BM25Index) -> None:
 
 
 @pytest.mark.parametrize("run, part", [(1 << 20, 1 << 20), (97, 53), (5, 1)])
-def test_the_written_index_scores_as_bm25s_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: int, part: int) -> None:
+def test_the_written_index_scores_as_bm25s_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: int, part: int
+) -> None:
     monkeypatch.setattr(bm25disk, "RUN_POSTINGS", run)
     monkeypatch.setattr(bm25disk, "PART_POSTINGS", part)
     texts = random_texts(run, 300)
@@ -49,7 +51,9 @@ def test_the_written_index_scores_as_bm25s_does(tmp_path: Path, monkeypatch: pyt
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(("bm25-runs-", ".idx"))]
 
 
-def test_postings_beyond_a_run_go_to_disk_before_the_index_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_postings_beyond_a_run_go_to_disk_before_the_index_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(bm25disk, "RUN_POSTINGS", 100)
     writer = IndexWriter(tmp_path)
     texts = random_texts(7, 200)

@@ -22,7 +22,18 @@ ENCODINGS = ("cl100k_base", "o200k_base")
 # Where a character's class (letter, digit, space, other; upper or lower case
 # for o200k) decides how the pattern splits: beside letters, digits, an
 # apostrophe, line ends, its own kind.
-CONTEXTS = ("{c}_g", "g{c}_", "1{c}2", " {c} ", "a{c}b", "{c}{c}", "\n{c}\r\n", "'{c}'s", "A{c}a", "Ab{c}'LL x {c}{c} y")
+CONTEXTS = (
+    "{c}_g",
+    "g{c}_",
+    "1{c}2",
+    " {c} ",
+    "a{c}b",
+    "{c}{c}",
+    "\n{c}\r\n",
+    "'{c}'s",
+    "A{c}a",
+    "Ab{c}'LL x {c}{c} y",
+)
 
 
 @pytest.fixture(scope="module", params=ENCODINGS)
@@ -40,9 +51,12 @@ def test_every_counted_character_splits_and_merges_as_tiktoken_does(pair: tuple[
         text = "".join(ctx.format(c=chr(code)) for code in range(lo, hi + 1) for ctx in CONTEXTS)
         if counter.count(text) != len(encoding.encode_ordinary(text)):  # type: ignore[attr-defined]
             # Find the characters, for the message.
-            wrong += [hex(code) for code in range(lo, hi + 1)
-                      if counter.count(t := "".join(ctx.format(c=chr(code)) for ctx in CONTEXTS))
-                      != len(encoding.encode_ordinary(t))]  # type: ignore[attr-defined]
+            wrong += [
+                hex(code)
+                for code in range(lo, hi + 1)
+                if counter.count(t := "".join(ctx.format(c=chr(code)) for ctx in CONTEXTS))
+                != len(encoding.encode_ordinary(t))
+            ]  # type: ignore[attr-defined]
     assert wrong == []
 
 
@@ -60,14 +74,17 @@ def test_text_the_counter_does_not_take_goes_to_tiktoken(monkeypatch: pytest.Mon
     assert counter.counted_chars == before  # counted by the encoder, not the table
 
 
-@pytest.mark.parametrize("text", [
-    "supercalifragilisticexpialidocious antidisestablishmentarianism 1234567890123",
-    "https://example.com/a/b?c=d&e=f#g   \t\t  \n\n\n  x",
-    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-    "ŁÓDŹ żółć DŽ ǅ ǆ Ǆ ǲ ΣΊΣΥΦΟΣ Ǳ ʼn 'S 'LL 's'll'VE",
-    "a lone surrogate \udcd3\udcf4 and a pair \ud83d\ude00 in broken text",
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "supercalifragilisticexpialidocious antidisestablishmentarianism 1234567890123",
+        "https://example.com/a/b?c=d&e=f#g   \t\t  \n\n\n  x",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        "ŁÓDŹ żółć DŽ ǅ ǆ Ǆ ǲ ΣΊΣΥΦΟΣ Ǳ ʼn 'S 'LL 's'll'VE",
+        "a lone surrogate \udcd3\udcf4 and a pair \ud83d\ude00 in broken text",
+        "",
+    ],
+)
 def test_merges_of_pieces_that_are_not_tokens(pair: tuple[ExactCounter, object], text: str) -> None:
     counter, encoding = pair
     assert counter.count(text) == len(encoding.encode_ordinary(text))  # type: ignore[attr-defined]
@@ -100,13 +117,22 @@ def test_real_filings_count_as_tiktoken_counts(monkeypatch: pytest.MonkeyPatch) 
 def test_the_table_file_is_made_once_and_a_damaged_one_is_made_again(tmp_path: Path) -> None:
     """In a fresh process (the counter is kept per process): the first count
     writes the table, the next process reads it, a damaged one is rebuilt."""
-    probe = ("from docsum.models.tokens import tokenizer_for_model\n"
-             "import sys\n"
-             "print(tokenizer_for_model(None).count('hello world, again'), 'tiktoken' in sys.modules)\n")
+    probe = (
+        "from docsum.models.tokens import tokenizer_for_model\n"
+        "import sys\n"
+        "print(tokenizer_for_model(None).count('hello world, again'), 'tiktoken' in sys.modules)\n"
+    )
 
     def run() -> str:
-        proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
-                              env=subprocess_env(DOCSUM_HOME=str(tmp_path)), stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=subprocess_env(DOCSUM_HOME=str(tmp_path)),
+            stdin=subprocess.DEVNULL,
+        )
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.strip()
 
@@ -132,7 +158,9 @@ def test_the_encoder_counts_once_it_is_built_or_the_text_is_long(monkeypatch: py
     counter = exact_counter("o200k_base")
     monkeypatch.setattr(counter, "counted_chars", 0)
     assert tok.count("hello world") == 2 and counter.counted_chars == len("hello world")
-    assert tok.count("hello world") == 2 and counter.counted_chars == len("hello world")  # remembered, not counted again
+    assert tok.count("hello world") == 2 and counter.counted_chars == len(
+        "hello world"
+    )  # remembered, not counted again
     assert tok.count_many(["a b", "c"]) == [2, 1] and counter.counted_chars == len("hello world") + 4
     monkeypatch.setattr(tokens, "EXACT_COUNTER_MAX_CHARS", len("hello world") + 5)
     # Over the budget: the encoder is built and counts from then on.

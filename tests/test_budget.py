@@ -88,7 +88,9 @@ def _room_is_real(budget: PromptBudget, template: PromptTemplate, llm: LLM, extr
     output=st.integers(min_value=1, max_value=200),
     template=_TEMPLATES,
 )
-def test_repack_parts_fit_and_lose_nothing(chunks: list[str], window: int, output: int, template: PromptTemplate) -> None:
+def test_repack_parts_fit_and_lose_nothing(
+    chunks: list[str], window: int, output: int, template: PromptTemplate
+) -> None:
     llm = _llm(window, output)
     budget = PromptBudget(llm.metadata)
     assume(_room_is_real(budget, template, llm))
@@ -129,7 +131,9 @@ def test_repack_with_reserved_answer_room_fits_with_a_full_answer(chunks: list[s
     output=st.integers(min_value=1, max_value=150),
     template=_TEMPLATES,
 )
-def test_truncate_yields_one_prompt_that_fits(chunks: list[str], window: int, output: int, template: PromptTemplate) -> None:
+def test_truncate_yields_one_prompt_that_fits(
+    chunks: list[str], window: int, output: int, template: PromptTemplate
+) -> None:
     llm = _llm(window, output)
     budget = PromptBudget(llm.metadata)
     nonempty = [c.strip() for c in chunks if c.strip()]

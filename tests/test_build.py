@@ -203,7 +203,9 @@ def test_new_summary_query_or_model_resummarizes(docs: Path, store: Path, fake_l
     data = build(store, docs, "--summary-query", "List every date mentioned.", *llm_args(fake_llm)).json()
     assert data["documents"]["unchanged"] == 4 and fake_llm.requests == []
 
-    data = build(store, docs, "--summary-query", "List every date mentioned.", *llm_args(fake_llm, model="fake-chat-2")).json()
+    data = build(
+        store, docs, "--summary-query", "List every date mentioned.", *llm_args(fake_llm, model="fake-chat-2")
+    ).json()
     assert data["documents"]["updated"] == 4
     assert {r.body["model"] for r in fake_llm.chat_requests()} == {"fake-chat-2"}
     summaries = run_cli("summaries", "--store", store, "--json").json()
@@ -438,8 +440,9 @@ def test_build_copies_sample_folder_and_reconciles_renames(tmp_path: Path, store
     assert "renamed_report.txt" in stored_paths(store)
 
 
-def test_summary_prompt_and_language_are_used_and_checked(docs: Path, store: Path, tmp_path: Path,
-                                                          fake_llm: FakeOpenAI) -> None:
+def test_summary_prompt_and_language_are_used_and_checked(
+    docs: Path, store: Path, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
     prompt = tmp_path / "summary.txt"
     prompt.write_text("PIRATE STYLE. Summarize this for a sailor:\n{context_str}\nTask: {query_str}\n")
     data = build(store, docs, "--summary-prompt", prompt, *llm_args(fake_llm)).json()
@@ -452,9 +455,11 @@ def test_summary_prompt_and_language_are_used_and_checked(docs: Path, store: Pat
     assert all("Write the answer in Welsh." in r.prompt for r in fake_llm.chat_requests())
 
     fake_llm.reset()
-    for text, needle in (("Summarize {context_str} for {audience}.", "{audience}"),
-                         ("Summarize the document. {query_str}", "{context_str}"),
-                         ("Broken {context_str", "not a valid template")):
+    for text, needle in (
+        ("Summarize {context_str} for {audience}.", "{audience}"),
+        ("Summarize the document. {query_str}", "{context_str}"),
+        ("Broken {context_str", "not a valid template"),
+    ):
         prompt.write_text(text)
         result = build(store, docs, "--summary-prompt", prompt, *llm_args(fake_llm))
         assert result.code == 2, (text, result)
@@ -497,8 +502,9 @@ def test_failures_after_a_success_are_per_document(docs: Path, store: Path, monk
         assert len(fake.chat_requests()) == 4
 
 
-def test_a_subfolder_or_parent_folder_build_reuses_what_the_store_holds(tmp_path: Path, store: Path,
-                                                                       fake_llm: FakeOpenAI) -> None:
+def test_a_subfolder_or_parent_folder_build_reuses_what_the_store_holds(
+    tmp_path: Path, store: Path, fake_llm: FakeOpenAI
+) -> None:
     """`docsum build docs` then `docsum build docs/sub` (or the other way round,
     or one file named directly) reaches the same files from another root: they
     are recognised, not summarized and stored a second time, and a subfolder

@@ -9,25 +9,29 @@ import re
 from pathlib import Path
 
 import pytest
-
-from docsum.query.citations import cite, page_ranges, validate_markers
-from docsum.lexical import sentences
-from docsum.schema import Node, NodeWithScore
 from fakeopenai import FakeOpenAI
-from helpers import first_choice_then, kind_of, run_cli_parts as run, user_text
+from helpers import first_choice_then, kind_of, user_text
+from helpers import run_cli_parts as run
+
+from docsum.lexical import sentences
+from docsum.query.citations import cite, page_ranges, validate_markers
+from docsum.schema import Node, NodeWithScore
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "sample_data" / "docs"
 QUICK_START = "How much did Brindle & Daughter pay for the oven, and when was the auction?"
 LIBRARY = "When did the library reopen after the renovation?"
 
 
-@pytest.mark.parametrize("pages, text", [
-    ([12, 13, 14, 31], "pp. 12–14, 31"),
-    ([4], "p. 4"),
-    ([3, 1, 2, 2], "pp. 1–3"),
-    ([1, 3, 5], "pp. 1, 3, 5"),
-    ([], ""),
-])
+@pytest.mark.parametrize(
+    "pages, text",
+    [
+        ([12, 13, 14, 31], "pp. 12–14, 31"),
+        ([4], "p. 4"),
+        ([3, 1, 2, 2], "pp. 1–3"),
+        ([1, 3, 5], "pp. 1, 3, 5"),
+        ([], ""),
+    ],
+)
 def test_page_ranges(pages: list[int], text: str) -> None:
     assert page_ranges(pages) == text
 
@@ -47,7 +51,12 @@ def test_unsupported_sentence_is_flagged() -> None:
     assert cleaned == answer
     assert [c.marker for c in report.citations] == [1, 2]
     assert report.citations[1].as_dict() == {
-        "marker": 2, "doc": "d2", "path": "tickets.txt", "root": "", "pages": [7, 8], "quote": "Tickets cost two dollars for adults.",
+        "marker": 2,
+        "doc": "d2",
+        "path": "tickets.txt",
+        "root": "",
+        "pages": [7, 8],
+        "quote": "Tickets cost two dollars for adults.",
     }
     assert [u.sentence for u in report.unsupported] == ["The captain owns three red bicycles."]
 
@@ -93,8 +102,18 @@ def test_llm_gets_numbered_passages_and_its_markers_are_checked(offline_sample_s
     reply = "The library reopened on Saturday 3 June 2023 [1]. It had closed in July [9]. The mayor owns four purple kayaks [1]."
     with FakeOpenAI(responder=first_choice_then(reply)) as fake:
         code, out, err = run(
-            "ask", LIBRARY, "--store", offline_sample_store, "--base-url", fake.base_url, "--model", "fake-chat",
-            "--json", "--explain", "--top-k", "1",
+            "ask",
+            LIBRARY,
+            "--store",
+            offline_sample_store,
+            "--base-url",
+            fake.base_url,
+            "--model",
+            "fake-chat",
+            "--json",
+            "--explain",
+            "--top-k",
+            "1",
         )
         [qa] = [r for r in fake.chat_requests() if kind_of(r.body) != "choice"]
     assert code == 0, err
@@ -112,7 +131,19 @@ def test_llm_gets_numbered_passages_and_its_markers_are_checked(offline_sample_s
 @pytest.mark.parametrize("mode", ["refine", "tree_summarize", "simple_summarize", "accumulate", "compact_accumulate"])
 def test_every_text_mode_numbers_the_passages(offline_sample_store: Path, mode: str) -> None:
     with FakeOpenAI(responder=first_choice_then("The library reopened on Saturday 3 June 2023 [1].")) as fake:
-        code, out, err = run("ask", LIBRARY, "--store", offline_sample_store, "--base-url", fake.base_url, "--model", "fake-chat", "--mode", mode, "--no-stream")
+        code, out, err = run(
+            "ask",
+            LIBRARY,
+            "--store",
+            offline_sample_store,
+            "--base-url",
+            fake.base_url,
+            "--model",
+            "fake-chat",
+            "--mode",
+            mode,
+            "--no-stream",
+        )
         prompts = [user_text(r.body) for r in fake.chat_requests() if kind_of(r.body) != "choice"]
     assert code == 0, err
     assert prompts and all("(source: " in p and "square brackets" in p for p in prompts)
@@ -122,7 +153,9 @@ def test_every_text_mode_numbers_the_passages(offline_sample_store: Path, mode: 
 def test_same_file_name_in_two_folders_is_told_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for folder, town in (("north", "Ashby"), ("south", "Brill")):
         (tmp_path / folder).mkdir()
-        (tmp_path / folder / "notes.txt").write_text(f"The {town} ferry timetable changed in May. The {town} ferry sails hourly.\n")
+        (tmp_path / folder / "notes.txt").write_text(
+            f"The {town} ferry timetable changed in May. The {town} ferry sails hourly.\n"
+        )
     store = tmp_path / "store.sqlite"
     monkeypatch.chdir(tmp_path)
     for folder in ("north", "south"):
@@ -139,7 +172,8 @@ def test_same_file_name_in_two_folders_is_told_apart(tmp_path: Path, monkeypatch
     code, out, err = run("summaries", "--store", store, "--json")
     assert code == 0, err
     assert sorted((d["path"], d["root"]) for d in json.loads(out)) == [
-        ("notes.txt", str(tmp_path / "north")), ("notes.txt", str(tmp_path / "south"))
+        ("notes.txt", str(tmp_path / "north")),
+        ("notes.txt", str(tmp_path / "south")),
     ]
 
 

@@ -51,8 +51,16 @@ def test_help_lists_the_commands_and_the_exit_codes() -> None:
         assert re.search(rf"^\s+{command}\b", result.stdout, re.MULTILINE), command
     text = result.stdout
     assert "Exit codes" in text
-    for code, words in (("0", "ok"), ("1", "error"), ("2", "usage"), ("3", "failed"), ("4", "locked"),
-                        ("5", "nothing to answer"), ("130", "SIGINT"), ("143", "SIGTERM")):
+    for code, words in (
+        ("0", "ok"),
+        ("1", "error"),
+        ("2", "usage"),
+        ("3", "failed"),
+        ("4", "locked"),
+        ("5", "nothing to answer"),
+        ("130", "SIGINT"),
+        ("143", "SIGTERM"),
+    ):
         assert re.search(rf"\b{code}\b.*{words}", text), (code, words)
 
 
@@ -66,23 +74,45 @@ def test_no_arguments_shows_help_and_does_nothing(docsum_home: Path) -> None:
 def test_every_command_takes_the_common_options(command: str) -> None:
     result = run_cli(command, "--help")
     assert result.code == 0
-    for option in ("--store", "--index", "--llm", "--model", "--base-url", "--concurrency", "--json", "--quiet", "--verbose", "--no-color"):
+    for option in (
+        "--store",
+        "--index",
+        "--llm",
+        "--model",
+        "--base-url",
+        "--concurrency",
+        "--json",
+        "--quiet",
+        "--verbose",
+        "--no-color",
+    ):
         assert option in result.stdout, (command, option)
 
 
 def test_build_help_documents_its_options() -> None:
     text = run_cli("build", "--help").stdout
-    for option in ("--dry-run", "--no-prune", "--wait", "--summary-query", "--summary-prompt", "--summary-language",
-                   "--chunk-size", "--chunk-overlap", "--follow-symlinks"):
+    for option in (
+        "--dry-run",
+        "--no-prune",
+        "--wait",
+        "--summary-query",
+        "--summary-prompt",
+        "--summary-language",
+        "--chunk-size",
+        "--chunk-overlap",
+        "--follow-symlinks",
+    ):
         assert option in text, option
 
 
 def test_bad_option_values_are_usage_errors(store: Path) -> None:
-    for args in (["build", SAMPLE_DOCS, "--chunk-size", "100", "--chunk-overlap", "200"],
-                 ["build", SAMPLE_DOCS, "--llm", "bogus"],
-                 ["build", SAMPLE_DOCS, "--index", "../escape"],
-                 ["build", SAMPLE_DOCS, "--concurrency", "0"],
-                 ["build", "--store", store]):
+    for args in (
+        ["build", SAMPLE_DOCS, "--chunk-size", "100", "--chunk-overlap", "200"],
+        ["build", SAMPLE_DOCS, "--llm", "bogus"],
+        ["build", SAMPLE_DOCS, "--index", "../escape"],
+        ["build", SAMPLE_DOCS, "--concurrency", "0"],
+        ["build", "--store", store],
+    ):
         result = run_cli(*args, "--store", store) if "--store" not in args else run_cli(*args)
         assert result.code == 2, (args, result)
         assert result.stdout == ""
@@ -94,8 +124,15 @@ def test_bad_option_values_are_usage_errors(store: Path) -> None:
 
 def test_json_output_is_exactly_one_document_for_every_command(built: Path) -> None:
     doc_id = run_cli("summaries", "--store", built, "--json").json()[0]["doc_id"]
-    for args in (["build", SAMPLE_DOCS], ["build", SAMPLE_DOCS, "--dry-run"], ["summaries"], ["show", doc_id],
-                 ["config", "show"], ["ask", "When did the library reopen after the renovation?"], ["remove", doc_id]):
+    for args in (
+        ["build", SAMPLE_DOCS],
+        ["build", SAMPLE_DOCS, "--dry-run"],
+        ["summaries"],
+        ["show", doc_id],
+        ["config", "show"],
+        ["ask", "When did the library reopen after the renovation?"],
+        ["remove", doc_id],
+    ):
         result = run_cli(*args, "--store", built, "--json")
         assert result.code == 0, (args, result)
         json.loads(result.stdout)  # exactly one document: trailing text would fail here
@@ -155,7 +192,12 @@ def test_never_prompts_with_stdin_not_a_terminal(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
     make_docs(folder, 2)
     env = subprocess_env()
-    for args in (["build", folder], ["remove", "doc000.txt"], ["ask", "What do the reports on bridges say?"], ["build", folder]):
+    for args in (
+        ["build", folder],
+        ["remove", "doc000.txt"],
+        ["ask", "What do the reports on bridges say?"],
+        ["build", folder],
+    ):
         result = run_cli_subprocess(*args, "--store", store, timeout=60, env=env)  # would time out if it waited
         assert result.code == 0, (args, result)
 
@@ -213,11 +255,17 @@ def test_api_key_never_leaves_the_process(tmp_path: Path, monkeypatch: pytest.Mo
     outputs: list[str] = []
     with FakeOpenAI() as fake:
         fake_args = [*llm_args(fake), "--store", store]
-        for args in (["build", folder, "--dry-run", "-v"], ["build", folder, "-v"], ["build", folder, "--json"],
-                     ["summaries", "--json"], ["show", "storm_wren_incident_report.txt"],
-                     ["ask", "What happened to the storm wren?", "--explain"],
-                     ["ask", "What happened to the storm wren?", "--json", "--explain", "-v"],
-                     ["config", "show"], ["config", "show", "--json"]):
+        for args in (
+            ["build", folder, "--dry-run", "-v"],
+            ["build", folder, "-v"],
+            ["build", folder, "--json"],
+            ["summaries", "--json"],
+            ["show", "storm_wren_incident_report.txt"],
+            ["ask", "What happened to the storm wren?", "--explain"],
+            ["ask", "What happened to the storm wren?", "--json", "--explain", "-v"],
+            ["config", "show"],
+            ["config", "show", "--json"],
+        ):
             result = run_cli(*args, *fake_args)
             assert result.code in (0, 3), (args, result)
             outputs += [result.stdout, result.stderr]
@@ -233,12 +281,12 @@ def test_api_key_never_leaves_the_process(tmp_path: Path, monkeypatch: pytest.Mo
         outputs += [result.stdout, result.stderr]
 
     # An internal error (a bug) whose message carries the key, with and without -v.
-    import docsum.build.plan
+    import docsum.builder.plan
 
     def buggy_discover(*args: object, **kwargs: object) -> None:
         raise RuntimeError(f"bug while holding {os.environ['OPENAI_API_KEY']}")
 
-    monkeypatch.setattr(docsum.build.plan, "discover", buggy_discover)
+    monkeypatch.setattr(docsum.builder.plan, "discover", buggy_discover)
     for verbose in ([], ["-v"]):
         result = run_cli("build", folder, "--store", store, "--base-url", "http://127.0.0.1:9/v1", *verbose)
         assert result.code == 1, result
@@ -268,7 +316,11 @@ def test_a_reader_that_stops_early_gets_a_quiet_exit(tmp_path: Path) -> None:
     assert run_cli("build", tmp_path / "docs", "--store", store, "-q").code == 0
     proc = subprocess.Popen(
         cli_command("ask", "bees report", "--store", store, "--mode", "context_only", "-q"),
-        cwd=REPO, env=subprocess_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=REPO,
+        env=subprocess_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     assert proc.stdout is not None and proc.stderr is not None
     head = proc.stdout.read(100)

@@ -29,10 +29,14 @@ def _error_document(result: object, code: int, kind: str) -> str:
     return str(error["message"])
 
 
-def test_with_json_every_error_is_one_json_document(store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_json_every_error_is_one_json_document(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # One retry, not the default four: the errors are the same, the back-off waits are not.
     monkeypatch.setenv("DOCSUM_MAX_RETRIES", "1")
-    assert "unknown response mode 'foo'" in _error_document(run_cli("ask", "q", "--mode", "foo", "--json", "--store", store), 2, "ConfigError")
+    assert "unknown response mode 'foo'" in _error_document(
+        run_cli("ask", "q", "--mode", "foo", "--json", "--store", store), 2, "ConfigError"
+    )
     dead = run_cli("ask", "bees?", "--store", store, "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--json")
     assert "cannot reach" in _error_document(dead, 1, "LLMError")
     with FakeOpenAI() as fake:
@@ -60,9 +64,13 @@ def test_help_names_values_plainly(command: str) -> None:
         assert "<" not in line.split("  ")[0].strip(), line  # "--wait FLOAT", never "--wait <float range>"
 
 
-def test_a_custom_server_without_a_model_says_which_model_and_prices_nothing(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
+def test_a_custom_server_without_a_model_says_which_model_and_prices_nothing(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
     make_docs(tmp_path / "docs", 1)
-    result = run_cli("build", tmp_path / "docs", "--store", tmp_path / "s.sqlite", "--base-url", fake_llm.base_url, "--json")
+    result = run_cli(
+        "build", tmp_path / "docs", "--store", tmp_path / "s.sqlite", "--base-url", fake_llm.base_url, "--json"
+    )
     assert result.code == 0, result
     assert f"asking {fake_llm.base_url} for model 'gpt-4o-mini'" in result.stderr
     assert result.json()["estimated_cost_usd"] is None  # a local "gpt-4o-mini" is not OpenAI's price
@@ -81,18 +89,30 @@ def test_the_offline_engine_says_what_it_ignores(store: Path, tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     "args",
-    [["--mode", "foo"], ["--cutoff", "2"], ["--var", "novalue"], ["--emotion", "EP99"], ["--top-k", "0"],
-     ["--llm", "gpt"], ["--template", "missing.txt"], ["--questions", "q.txt"]],
+    [
+        ["--mode", "foo"],
+        ["--cutoff", "2"],
+        ["--var", "novalue"],
+        ["--emotion", "EP99"],
+        ["--top-k", "0"],
+        ["--llm", "gpt"],
+        ["--template", "missing.txt"],
+        ["--questions", "q.txt"],
+    ],
 )
 def test_a_usage_error_comes_alone_before_any_engine_notice(store: Path, args: list[str]) -> None:
     """Everything the command was given is checked before the engine says
     anything: whatever the kind of usage error, stderr is that one line."""
     result = run_cli("ask", "bees?", "--store", store, *args)
     assert result.code == 2, result
-    assert result.stderr.splitlines() == [result.stderr.strip()] and result.stderr.startswith("docsum: error:"), result.stderr
+    assert result.stderr.splitlines() == [result.stderr.strip()] and result.stderr.startswith("docsum: error:"), (
+        result.stderr
+    )
 
 
-@pytest.mark.parametrize("args", [["ask", "--questions", "missing.jsonl"], ["build", "missing-folder"], ["eval", "missing.jsonl"]])
+@pytest.mark.parametrize(
+    "args", [["ask", "--questions", "missing.jsonl"], ["build", "missing-folder"], ["eval", "missing.jsonl"]]
+)
 def test_a_file_named_on_the_command_line_is_checked_before_the_notice(tmp_path: Path, args: list[str]) -> None:
     result = run_cli(*args[:-1], tmp_path / args[-1], "--store", tmp_path / "s.sqlite")
     assert result.code == 2, result
@@ -105,7 +125,9 @@ def test_an_error_during_the_run_follows_the_engine_notice(tmp_path: Path, comma
     not_a_store = tmp_path / "README.md"
     not_a_store.write_text("# notes\n", encoding="utf-8")
     (tmp_path / "questions.jsonl").write_text('{"question": "q", "gold_docs": ["a"]}\n', encoding="utf-8")
-    result = run_cli(*[str(tmp_path / a) if a in (".", "questions.jsonl") else a for a in command], "--store", not_a_store)
+    result = run_cli(
+        *[str(tmp_path / a) if a in (".", "questions.jsonl") else a for a in command], "--store", not_a_store
+    )
     assert result.code == 1, result
     lines = result.stderr.splitlines()
     assert lines[0].startswith(OFFLINE_NOTICE) and lines[-1].startswith("docsum: error:"), lines
@@ -137,21 +159,38 @@ def test_an_empty_or_too_long_question_is_refused_before_the_engine(store: Path,
     engine = ["--base-url", "http://127.0.0.1:9/v1"] if server else []
     result = run_cli("ask", question, "--store", store, "--context-window", "300", "--json", *engine)
     message = _error_document(result, 2, "ConfigError")
-    assert message == "the question is empty" or message.startswith("the question is 200 tokens long") or "300-token" in message, message
+    assert (
+        message == "the question is empty"
+        or message.startswith("the question is 200 tokens long")
+        or "300-token" in message
+    ), message
     assert result.stderr.splitlines() == [f"docsum: error: {message}"], result.stderr
 
 
-@pytest.mark.parametrize("flags", [{}, {"context_window": "5000", "max_output_tokens": "300"},
-                                   {"base_url": "http://127.0.0.1:9/v1", "model": "gpt-4o"},
-                                   {"base_url": "http://127.0.0.1:9/v1", "model": "llama3"}])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {},
+        {"context_window": "5000", "max_output_tokens": "300"},
+        {"base_url": "http://127.0.0.1:9/v1", "model": "gpt-4o"},
+        {"base_url": "http://127.0.0.1:9/v1", "model": "llama3"},
+    ],
+)
 def test_the_question_check_before_the_engine_agrees_with_the_engine(flags: dict[str, str]) -> None:
     from docsum.config import load_settings, make_llm, question_room
     from docsum.query.question import QuestionRoom
 
     settings = load_settings(flags, environ={})
     early, engine = question_room(settings), QuestionRoom.of(make_llm(settings)[0].metadata)
-    assert (early.context_window, early.num_output, early.limit) == (engine.context_window, engine.num_output, engine.limit)
-    assert (early.tokenizer.encoding.name, early.tokenizer.margin) == (engine.tokenizer.encoding.name, engine.tokenizer.margin)
+    assert (early.context_window, early.num_output, early.limit) == (
+        engine.context_window,
+        engine.num_output,
+        engine.limit,
+    )
+    assert (early.tokenizer.encoding.name, early.tokenizer.margin) == (
+        engine.tokenizer.encoding.name,
+        engine.tokenizer.margin,
+    )
 
 
 def test_eval_refuses_a_mode_it_would_not_use(store: Path, tmp_path: Path) -> None:

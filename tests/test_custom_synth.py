@@ -49,7 +49,9 @@ PLUGIN = textwrap.dedent(
 
 
 def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
 
 
 def plain_env(home: Path) -> dict[str, str]:
@@ -130,7 +132,13 @@ def test_answer_options_reach_a_custom_synthesizer_or_are_refused(plugin_env: di
     assert f"0 LLM call(s) in {spec} mode" in moved.stderr
     refused = run(["ask", "Who designed it?", "--mode", spec, "--filter"], plugin_env)
     assert refused.returncode == 2, refused
-    assert f"docsum: error: --filter (structured answer filtering) does not apply to the synthesizer {spec}" in refused.stderr
+    assert (
+        f"docsum: error: --filter (structured answer filtering) does not apply to the synthesizer {spec}"
+        in refused.stderr
+    )
     refused = run(["ask", "Who designed it?", "--mode", "shouty", "--emotion", "EP01"], plugin_env)
     assert refused.returncode == 2, refused
-    assert "--emotion does not apply to the synthesizer shouty (its constructor takes no text_qa_template" in refused.stderr
+    assert (
+        "--emotion does not apply to the synthesizer shouty (its constructor takes no text_qa_template"
+        in refused.stderr
+    )

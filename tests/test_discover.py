@@ -157,7 +157,9 @@ def test_exclude_and_docsumignore_use_gitignore_syntax(tmp_path: Path) -> None:
     found = discover([tmp_path], exclude=["/sub/e.txt"])
     assert [f.relpath for f in found.files] == ["a.txt", "keep.pdf", "sub/drafts.md"]
     assert sorted((s.path, s.reason) for s in found.skipped_files) == [
-        ("b.pdf", "excluded"), ("drafts/", "excluded"), ("sub/e.txt", "excluded"),
+        ("b.pdf", "excluded"),
+        ("drafts/", "excluded"),
+        ("sub/e.txt", "excluded"),
     ]
     assert found.skipped_excluded == 3 and found.skipped_hidden == 0  # .docsumignore itself is not counted
     # A file named directly is read whatever the patterns say.
@@ -193,6 +195,14 @@ def test_names_that_are_not_utf8_get_a_printable_relpath(tmp_path: Path) -> None
 
 
 def test_skipped_summary_counts_by_reason_then_suffix() -> None:
-    entries = [SkippedFile("a.docx", "unsupported"), SkippedFile("b.DOCX", "unsupported"), SkippedFile("x", "unsupported"),
-               SkippedFile(".git/", "hidden"), SkippedFile("old.pdf", "excluded")]
-    assert skipped_summary(entries) == "5 not read: 3 unsupported (.docx 2, no suffix 1), 1 excluded (.pdf 1), 1 hidden (folder 1)"
+    entries = [
+        SkippedFile("a.docx", "unsupported"),
+        SkippedFile("b.DOCX", "unsupported"),
+        SkippedFile("x", "unsupported"),
+        SkippedFile(".git/", "hidden"),
+        SkippedFile("old.pdf", "excluded"),
+    ]
+    assert (
+        skipped_summary(entries)
+        == "5 not read: 3 unsupported (.docx 2, no suffix 1), 1 excluded (.pdf 1), 1 hidden (folder 1)"
+    )

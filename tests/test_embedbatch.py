@@ -8,14 +8,15 @@ import asyncio
 import numpy as np
 from fakeopenai import FakeOpenAI, default_embedding
 
-from docsum.build.embedbatch import SummaryEmbedder
+from docsum.builder.embedbatch import SummaryEmbedder
 from docsum.models.llm import track_calls
 from docsum.models.openaillm import OpenAILLM
 
 
 def make_llm(fake: FakeOpenAI) -> OpenAILLM:
-    return OpenAILLM(model="fake-chat", embed_model="fake-embed", base_url=fake.base_url, api_key="test",
-                     max_retries=0, timeout=10)
+    return OpenAILLM(
+        model="fake-chat", embed_model="fake-embed", base_url=fake.base_url, api_key="test", max_retries=0, timeout=10
+    )
 
 
 def test_a_batch_sent_when_a_document_leaves_is_charged_to_a_waiting_document(fake_llm: FakeOpenAI) -> None:

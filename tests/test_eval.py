@@ -24,9 +24,27 @@ DOCS = {
     "bridge.txt": "The Sorrow River bridge was rebuilt in 1999 after a flood. It is 120 metres long.",
 }
 QUESTIONS = [
-    {"id": "v1", "question": "How deep is the crater lake of Mount Keltra volcano?", "answer": "240 metres", "gold_docs": ["volcano.txt"], "kind": "single"},
-    {"id": "l1", "question": "Who was the keeper of the Cape Dunmore lighthouse?", "answer": "Ida Frane", "gold_docs": ["lighthouse.md"], "kind": "single"},
-    {"id": "o1", "question": "How many apple varieties does the Halvorsen orchard grow?", "answer": "forty varieties", "gold_docs": ["orchard.md"], "kind": "single"},
+    {
+        "id": "v1",
+        "question": "How deep is the crater lake of Mount Keltra volcano?",
+        "answer": "240 metres",
+        "gold_docs": ["volcano.txt"],
+        "kind": "single",
+    },
+    {
+        "id": "l1",
+        "question": "Who was the keeper of the Cape Dunmore lighthouse?",
+        "answer": "Ida Frane",
+        "gold_docs": ["lighthouse.md"],
+        "kind": "single",
+    },
+    {
+        "id": "o1",
+        "question": "How many apple varieties does the Halvorsen orchard grow?",
+        "answer": "forty varieties",
+        "gold_docs": ["orchard.md"],
+        "kind": "single",
+    },
     {
         "id": "m1",
         "question": "Which river does the Pellan Glacier feed, and when was the bridge over that Sorrow River rebuilt?",
@@ -131,7 +149,10 @@ def test_eval_reports_every_retriever_by_name(corpus: tuple[Path, Path, Path]) -
 def test_unresolved_gold_documents_are_reported(corpus: tuple[Path, Path, Path], tmp_path: Path) -> None:
     _, _, store = corpus
     questions = tmp_path / "q2.jsonl"
-    questions.write_text(json.dumps({"id": "x", "question": "Where is the volcano?", "gold_docs": ["nowhere.txt"]}) + "\n", encoding="utf-8")
+    questions.write_text(
+        json.dumps({"id": "x", "question": "Where is the volcano?", "gold_docs": ["nowhere.txt"]}) + "\n",
+        encoding="utf-8",
+    )
     done = run_cli("eval", questions, "--store", store, "--json")
     assert done.code == 0
     assert done.json()["unresolved_gold_docs"] == ["nowhere.txt"]
@@ -164,11 +185,24 @@ def test_llm_judge_grades_answers_against_a_server(corpus: tuple[Path, Path, Pat
         prompt = "\n".join(m["content"] for m in body["messages"])
         if "You grade answers" in prompt:
             # The judge sees the reference and the candidate: say correct only for the volcano.
-            return Reply(json.dumps({"correct": "240 metres" in prompt.split("Candidate answer:")[0], "reason": "compared"}))
+            return Reply(
+                json.dumps({"correct": "240 metres" in prompt.split("Candidate answer:")[0], "reason": "compared"})
+            )
         return Reply("an answer from the model")
 
     fake_llm.responder = responder
-    done = run_cli("eval", questions, "--store", store, "--answers", "--json", "--base-url", fake_llm.base_url, "--model", "fake-chat")
+    done = run_cli(
+        "eval",
+        questions,
+        "--store",
+        store,
+        "--answers",
+        "--json",
+        "--base-url",
+        fake_llm.base_url,
+        "--model",
+        "fake-chat",
+    )
     assert done.code == 0, done
     answers = done.json()["answers"]
     assert answers["grader"] == "llm-judge" and answers["graded"] == 5

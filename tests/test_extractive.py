@@ -116,7 +116,12 @@ def test_choice_select_from_numbered_context() -> None:
 def test_rerank_with_candidates_value_and_nothing_relevant() -> None:
     llm = ExtractiveLLM()
     data = json.loads(
-        llm.predict(RERANK_PROMPT, context_str="(list)", query_str="railway timetable", candidates=["bees", "railway timetable change", "timetable"])
+        llm.predict(
+            RERANK_PROMPT,
+            context_str="(list)",
+            query_str="railway timetable",
+            candidates=["bees", "railway timetable change", "timetable"],
+        )
     )
     assert {c["doc"] for c in data["choices"]} == {2, 3}
     assert all(1 <= c["relevance"] <= 10 for c in data["choices"])
@@ -138,19 +143,26 @@ def test_compress_keeps_relevant_sentences_or_says_no_output() -> None:
     kept = llm.predict(COMPRESS_PROMPT, context_str=BEES, query_str="bees swarm")
     assert "Honey bees swarm when the hive becomes crowded in spring." in kept
     assert "railway" not in kept
-    nothing = llm.predict(COMPRESS_PROMPT, context_str="The railway trust met. Benches were painted.", query_str="bees swarm")
+    nothing = llm.predict(
+        COMPRESS_PROMPT, context_str="The railway trust met. Benches were painted.", query_str="bees swarm"
+    )
     assert nothing == NO_OUTPUT
 
 
 def test_refine_keeps_existing_answer_when_new_context_adds_nothing() -> None:
     llm = ExtractiveLLM()
     existing = "Honey bees swarm when the hive becomes crowded in spring."
-    same = llm.predict(REFINE_PROMPT, existing_answer=existing, context_msg="The weather was grey and cold all week.", query_str=Q)
+    same = llm.predict(
+        REFINE_PROMPT, existing_answer=existing, context_msg="The weather was grey and cold all week.", query_str=Q
+    )
     assert same == existing
     repeated = llm.predict(REFINE_PROMPT, existing_answer=existing, context_msg=existing, query_str=Q)
     assert repeated == existing
     better = llm.predict(
-        REFINE_PROMPT, existing_answer=existing, context_msg="Bees also swarm in early summer after a strong flow.", query_str=Q
+        REFINE_PROMPT,
+        existing_answer=existing,
+        context_msg="Bees also swarm in early summer after a strong flow.",
+        query_str=Q,
     )
     assert better != existing and "swarm in early summer" in better and existing in better
 
@@ -171,10 +183,16 @@ def test_json_mode_answer_and_query_satisfied() -> None:
     yes = json.loads(llm.predict(TEXT_QA_PROMPT, json_mode=True, context_str=BEES, query_str=Q))
     assert set(yes) == {"answer", "query_satisfied"}
     assert yes["query_satisfied"] is True and "swarm" in yes["answer"]
-    no = json.loads(llm.predict(TEXT_QA_PROMPT, json_mode=True, context_str="Trains run late on Sundays.", query_str="What do bees make?"))
+    no = json.loads(
+        llm.predict(
+            TEXT_QA_PROMPT, json_mode=True, context_str="Trains run late on Sundays.", query_str="What do bees make?"
+        )
+    )
     assert no["query_satisfied"] is False
     ref = json.loads(
-        llm.predict(structured(REFINE_PROMPT), json_mode=True, existing_answer="Bees swarm.", context_msg=BEES, query_str=Q)
+        llm.predict(
+            structured(REFINE_PROMPT), json_mode=True, existing_answer="Bees swarm.", context_msg=BEES, query_str=Q
+        )
     )
     assert set(ref) == {"answer", "query_satisfied"} and ref["query_satisfied"] is True
 
@@ -188,7 +206,9 @@ def test_custom_template_uses_its_longest_value() -> None:
 
 def test_judge_by_overlap() -> None:
     llm = ExtractiveLLM()
-    data = json.loads(llm.predict(JUDGE_PROMPT, answer="Bees swarm in spring.", reference="They swarm in spring.", query_str=Q))
+    data = json.loads(
+        llm.predict(JUDGE_PROMPT, answer="Bees swarm in spring.", reference="They swarm in spring.", query_str=Q)
+    )
     assert data["correct"] is True and data["reason"]
     assert judge_by_overlap("trains", "bees swarm in spring")[0] is False
     assert judge_by_overlap("x", "") == (False, "the reference answer has no content words")

@@ -95,9 +95,7 @@ def test_completions_plain_and_streaming(fake_llm: FakeOpenAI) -> None:
         assert r.choices[0].text == "ANSWER: alpha beta gamma"
         assert r.usage is not None and r.usage.prompt_tokens == 3
         fake_llm.script("x y z")
-        stream = client.completions.create(
-            model="m", prompt="p", stream=True, stream_options={"include_usage": True}
-        )
+        stream = client.completions.create(model="m", prompt="p", stream=True, stream_options={"include_usage": True})
         chunks = list(stream)
     assert "".join(c.choices[0].text for c in chunks if c.choices) == "x y z"
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 3
@@ -150,7 +148,10 @@ def test_malformed_json_body_and_raw_reply(fake_llm: FakeOpenAI) -> None:
     assert info.value.code == 400
     assert "error" in json.loads(info.value.read())
     fake_llm.script(Reply(raw_body=b'{"choices": [oops'))
-    with _client(fake_llm) as client, pytest.raises((openai.APIResponseValidationError, json.JSONDecodeError, ValueError)):
+    with (
+        _client(fake_llm) as client,
+        pytest.raises((openai.APIResponseValidationError, json.JSONDecodeError, ValueError)),
+    ):
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}])
 
 

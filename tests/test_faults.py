@@ -39,14 +39,15 @@ from helpers import (
     user_text,
 )
 
-from docsum.build.pipeline import BuildOptions, build
+from docsum.builder.pipeline import BuildOptions, build
 from docsum.models.extractive import ExtractiveLLM
 from docsum.store.sqlite import Store
 
 QUESTION = "What does the bees report say?"
 FAST_RETRY = {"retry-after-ms": "1"}  # the openai client honours it: no 0.5 s back-off per retry
 CONTEXT_ERROR = Reply(
-    status=400, error_code="context_length_exceeded",
+    status=400,
+    error_code="context_length_exceeded",
     error_message="This model's maximum context length is 2048 tokens. However, your messages resulted in 5000 tokens.",
 )
 
@@ -203,7 +204,12 @@ def test_stream_dropped_mid_answer_keeps_what_was_shown_and_says_so(store: Path,
         fake.script(Reply(text="The bees report says every item is fine today.", drop_mid_stream=True))
         # A real process: nothing may print a traceback on its way out.
         result = run_cli_subprocess(
-            "ask", QUESTION, "--store", store, *llm_args(fake), "--stream",
+            "ask",
+            QUESTION,
+            "--store",
+            store,
+            *llm_args(fake),
+            "--stream",
             env=subprocess_env(DOCSUM_HOME=str(tmp_path / "home")),
         )
     the_error(result, 1, "stream from", "broke off after")
@@ -238,7 +244,12 @@ def test_malformed_completion_in_a_real_process(store: Path, tmp_path: Path) -> 
     with FakeOpenAI() as fake:
         fake.script(Reply(raw_body=b"garbage"))
         result = run_cli_subprocess(
-            "ask", QUESTION, "--store", store, *llm_args(fake), "--json",
+            "ask",
+            QUESTION,
+            "--store",
+            store,
+            *llm_args(fake),
+            "--json",
             env=subprocess_env(DOCSUM_HOME=str(tmp_path / "home")),
         )
     the_error(result, 1, "malformed response (not JSON")
@@ -308,8 +319,13 @@ def test_context_length_error_names_the_step(store: Path, kind: str, options: li
     with FakeOpenAI(responder=respond) as fake:
         result = ask(store, fake, *options)
         sent = [kind_of(r.body) for r in fake.chat_requests()]
-    line = the_error(result, 1, f"docsum: error: {step}: prompt too long for fake-chat", "--context-window",
-                     "maximum context length is 2048")
+    line = the_error(
+        result,
+        1,
+        f"docsum: error: {step}: prompt too long for fake-chat",
+        "--context-window",
+        "maximum context length is 2048",
+    )
     assert len(line) < 400
     assert sent.count(kind) == 1  # a 400 is not retried
 
@@ -317,7 +333,9 @@ def test_context_length_error_names_the_step(store: Path, kind: str, options: li
 # --------------------------------------------------------------------------- builds
 
 
-def test_build_keeps_the_summaries_that_worked_and_retries_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_keeps_the_summaries_that_worked_and_retries_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DOCSUM_MAX_RETRIES", "0")
     folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
     make_docs(folder, 7)
@@ -347,7 +365,7 @@ def test_build_keeps_the_summaries_that_worked_and_retries_the_rest(tmp_path: Pa
     assert "prompt too long for fake-chat" in errors["doc004.txt"] and "--context-window" in errors["doc004.txt"]
     assert "malformed response (not JSON" in errors["doc005.txt"]
     assert "empty summary" in errors["doc006.txt"]
-    for path, error in errors.items():
+    for error in errors.values():
         assert error.startswith("summary failed: ") and "\n" not in error
     lines = result.stderr.strip().splitlines()
     assert sorted(lines) == sorted(f"docsum: failed {p}: {e}" for p, e in errors.items())  # one line each
@@ -566,14 +584,19 @@ def embedded_store(tmp_path: Path) -> Path:
     [
         (Reply(embedding_dim=32), 2, ("returned 32 dimensions but the store holds 64", "rebuild")),
         (Reply(raw_body=b"not json"), 1, ("malformed response (not JSON",)),
-        (Reply(raw_body=b'{"object": "list", "data": [{"index": 0, "embedding": "oops"}]}'), 1, ("malformed response",)),
+        (
+            Reply(raw_body=b'{"object": "list", "data": [{"index": 0, "embedding": "oops"}]}'),
+            1,
+            ("malformed response",),
+        ),
         (Reply(raw_body=b'{"object": "list"}'), 1, ("malformed response",)),
         (Reply(status=503, error_message="embedder down", headers=FAST_RETRY), 1, ("answered 503", "embedder down")),
     ],
     ids=["wrong-dimension", "not-json", "not-a-vector", "no-data", "503"],
 )
-def test_bad_query_embedding_at_ask_is_one_line(embedded_store: Path, fast_retries: None, reply: Reply, code: int,
-                                                 needles: tuple[str, ...]) -> None:
+def test_bad_query_embedding_at_ask_is_one_line(
+    embedded_store: Path, fast_retries: None, reply: Reply, code: int, needles: tuple[str, ...]
+) -> None:
     before = snapshot(embedded_store)
     with FakeOpenAI(embedding_dim=64) as fake:
         fake.script_embeddings(reply, reply)

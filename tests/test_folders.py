@@ -50,7 +50,12 @@ def test_an_emptied_folder_removes_nothing_without_prune_empty(tmp_path: Path, s
     assert result.code == 3, result
     assert stored_paths(store) == {p.name for p in files}
     lines = [line for line in result.stderr.splitlines() if "no document found" in line]
-    assert len(lines) == 1 and str(folder.resolve()) in lines[0] and "--prune-empty" in lines[0] and "holds 4 from it" in lines[0]
+    assert (
+        len(lines) == 1
+        and str(folder.resolve()) in lines[0]
+        and "--prune-empty" in lines[0]
+        and "holds 4 from it" in lines[0]
+    )
     assert "0 removed" in result.stdout
 
     data = build(store, folder).json()
@@ -220,7 +225,9 @@ def test_skipped_files_are_counted_on_one_line_listed_with_v_and_in_json(tmp_pat
     result = run_cli("build", folder, "--store", store, "--exclude", "old.txt")
     assert result.code == 0, result
     lines = [line for line in result.stderr.splitlines() if line.startswith("docsum: skipped")]
-    assert lines == ["docsum: skipped 5 not read: 3 unsupported (.xlsx 2, .png 1), 1 excluded (.txt 1), 1 hidden (.txt 1) (-v lists them)"]
+    assert lines == [
+        "docsum: skipped 5 not read: 3 unsupported (.xlsx 2, .png 1), 1 excluded (.txt 1), 1 hidden (.txt 1) (-v lists them)"
+    ]
     assert "skipped" not in result.stdout
 
     verbose = run_cli("build", folder, "--store", store, "-v", "--exclude", "old.txt")
@@ -230,12 +237,17 @@ def test_skipped_files_are_counted_on_one_line_listed_with_v_and_in_json(tmp_pat
 
     data = build(store, folder, "--exclude", "old.txt").json()
     assert sorted((s["path"], s["reason"]) for s in data["skipped_files"]) == [
-        (".secret.txt", "hidden"), ("a.xlsx", "unsupported"), ("b.xlsx", "unsupported"),
-        ("c.png", "unsupported"), ("old.txt", "excluded"),
+        (".secret.txt", "hidden"),
+        ("a.xlsx", "unsupported"),
+        ("b.xlsx", "unsupported"),
+        ("c.png", "unsupported"),
+        ("old.txt", "excluded"),
     ]
 
 
-def test_a_summary_sqlite_cannot_hold_fails_that_document_alone(tmp_path: Path, store: Path, fake_llm: FakeOpenAI) -> None:
+def test_a_summary_sqlite_cannot_hold_fails_that_document_alone(
+    tmp_path: Path, store: Path, fake_llm: FakeOpenAI
+) -> None:
     folder = tmp_path / "docs"
     make_docs(folder, 3)
     # JSON may carry a lone surrogate ("\ud800"); SQLite cannot store it.

@@ -38,7 +38,16 @@ def test_html_keeps_headings_and_paragraphs_and_drops_scripts_and_styles(tmp_pat
     assert "- Dredging\n- Lighting\n\nYear | Ships" in doc.text  # the item left empty by its button is gone
     assert "Year | Ships\n2022 | 310" in doc.text
     assert "Café opens in May.\nAsk at the office." in doc.text
-    for dropped in ("SCRIPT-TEXT", "color: red", "HTML COMMENT", "NOSCRIPT-TEXT", "NAV-TEXT", "HIDDEN-TEXT", "<", "&euro;"):
+    for dropped in (
+        "SCRIPT-TEXT",
+        "color: red",
+        "HTML COMMENT",
+        "NOSCRIPT-TEXT",
+        "NAV-TEXT",
+        "HIDDEN-TEXT",
+        "<",
+        "&euro;",
+    ):
         assert dropped not in doc.text
 
 
@@ -101,13 +110,19 @@ def test_docx_reads_content_controls_and_text_boxes_once(tmp_path: Path) -> None
     document.add_paragraph("Body paragraph.")
     body = document.element.body
     # A cover page in a content control, as Word's templates make them.
-    body.insert(0, parse_xml(f'<w:sdt {ns}><w:sdtContent><w:p><w:r><w:t>Cover page text</w:t></w:r></w:p></w:sdtContent></w:sdt>'))
+    body.insert(
+        0,
+        parse_xml(f"<w:sdt {ns}><w:sdtContent><w:p><w:r><w:t>Cover page text</w:t></w:r></w:p></w:sdtContent></w:sdt>"),
+    )
     # A text box: the modern copy under mc:Choice, the legacy copy under mc:Fallback.
     box = "<w:txbxContent><w:p><w:r><w:t>Boxed note</w:t></w:r></w:p></w:txbxContent>"
-    body.insert(2, parse_xml(
-        f"<w:p {ns}><w:r><mc:AlternateContent><mc:Choice Requires=\"wps\"><wps:txbx>{box}</wps:txbx></mc:Choice>"
-        f"<mc:Fallback><w:pict>{box}</w:pict></mc:Fallback></mc:AlternateContent></w:r></w:p>"
-    ))
+    body.insert(
+        2,
+        parse_xml(
+            f'<w:p {ns}><w:r><mc:AlternateContent><mc:Choice Requires="wps"><wps:txbx>{box}</wps:txbx></mc:Choice>'
+            f"<mc:Fallback><w:pict>{box}</w:pict></mc:Fallback></mc:AlternateContent></w:r></w:p>"
+        ),
+    )
     buffer = io.BytesIO()
     document.save(buffer)
     doc = load_file(write(tmp_path / "boxed.docx", buffer.getvalue()))
@@ -135,7 +150,9 @@ def _zip(members: dict[str, bytes]) -> bytes:
     ],
     ids=["empty", "text", "ole", "truncated", "other-zip", "bomb"],
 )
-def test_malformed_docx_is_one_line_load_error(tmp_path: Path, data: bytes, fragment: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_malformed_docx_is_one_line_load_error(
+    tmp_path: Path, data: bytes, fragment: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(markup, "DOCX_MAX_UNPACKED", 1024 * 1024)
     with pytest.raises(LoadError) as excinfo:
         load_file(write(tmp_path / "bad.docx", data))

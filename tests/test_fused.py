@@ -33,11 +33,13 @@ TOPICS = {
 
 
 def test_bm25_scores_shared_words_and_weighs_rare_ones_more() -> None:
-    index = BM25Index.from_texts([
-        "the harbour crane lifted containers",
-        "the harbour ferry and the harbour crane",
-        "a recipe for rye bread",
-    ])
+    index = BM25Index.from_texts(
+        [
+            "the harbour crane lifted containers",
+            "the harbour ferry and the harbour crane",
+            "a recipe for rye bread",
+        ]
+    )
     scores = index.scores("crane containers")
     assert scores[2] == 0.0  # shares nothing
     assert scores[0] > scores[1] > 0  # "containers" is rarer than "crane"
@@ -163,7 +165,14 @@ def test_a_question_after_the_first_reads_the_kept_index_without_importing_bm25s
         "except SystemExit: pass\n"
         "print('BM25S', 'bm25s' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe, str(store)], cwd=REPO, env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(store)],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "ferry.txt" in done.stdout and "BM25S False" in done.stdout, (done.stdout, done.stderr)
 
 
@@ -202,7 +211,8 @@ def test_a_kept_index_is_trusted_without_reading_a_row_until_the_store_changes(t
         assert (counting.versions_read, counting.listed) == (0, 0)
         assert sorted(evidence.doc_ids) == sorted(d for d, _ in counting.document_versions())
         assert evidence.doc_ids[int(np.argmax(evidence.score("ferry tickets").summary))] == next(
-            d.doc_id for d in counting.list_documents() if d.path == "ferry.txt")
+            d.doc_id for d in counting.list_documents() if d.path == "ferry.txt"
+        )
 
     # A new vector with the same text moves the change log but not the
     # index: the versions are read once, the index is kept and re-stamped.
@@ -233,7 +243,9 @@ def test_a_kept_index_is_trusted_without_reading_a_row_until_the_store_changes(t
     with Store.open(store, create=False) as writer:
         docs = {d.path: d for d in writer.list_documents(with_embeddings=True)}
         writer.remove_document(docs["bees.txt"].doc_id)
-        writer.put_document(dataclasses.replace(docs["storm.txt"], sha256="f" * 64, summary="A storm over the albatross colony."), [])
+        writer.put_document(
+            dataclasses.replace(docs["storm.txt"], sha256="f" * 64, summary="A storm over the albatross colony."), []
+        )
     with _CountingStore.open(store, create=False) as counting:
         evidence = load_evidence(counting)
         assert counting.versions_read == 1 and counting.listed == 0

@@ -15,7 +15,17 @@ from typing import Any
 
 import pytest
 from fakeopenai import FakeOpenAI, Reply
-from helpers import PLANTED_KEY, REPO, cli_command, copy_into, llm_args, make_docs, prepared_once, run_cli, subprocess_env
+from helpers import (
+    PLANTED_KEY,
+    REPO,
+    cli_command,
+    copy_into,
+    llm_args,
+    make_docs,
+    prepared_once,
+    run_cli,
+    subprocess_env,
+)
 
 SHORT_KEY = "k3y-Ab"  # shorter than 8 characters: redacted all the same
 LLM_MODES = ["compact", "refine", "tree_summarize", "simple_summarize", "accumulate", "compact_accumulate"]
@@ -24,7 +34,10 @@ LLM_MODES = ["compact", "refine", "tree_summarize", "simple_summarize", "accumul
 def completion_body(content: Any) -> bytes:
     return json.dumps(
         {
-            "id": "chatcmpl-hostile", "object": "chat.completion", "created": 1, "model": "fake-chat",
+            "id": "chatcmpl-hostile",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "fake-chat",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         }
     ).encode()
@@ -70,7 +83,9 @@ def test_bad_usage_numbers_keep_the_build(tmp_path: Path, fake_llm: FakeOpenAI, 
     fake_llm.script(Reply(usage={"prompt_tokens": bad, "completion_tokens": bad, "total_tokens": bad}))
     fake_llm.script_embeddings(Reply(usage={"prompt_tokens": bad, "total_tokens": bad}))
     store = tmp_path / "s.sqlite"
-    result = run_cli("build", tmp_path / "docs", "--store", store, "--json", *llm_args(fake_llm), "--embed-model", "fake-embed")
+    result = run_cli(
+        "build", tmp_path / "docs", "--store", store, "--json", *llm_args(fake_llm), "--embed-model", "fake-embed"
+    )
     assert result.code == 0, result
     report = result.json()
     assert report["documents"]["added"] == 3
@@ -80,14 +95,18 @@ def test_bad_usage_numbers_keep_the_build(tmp_path: Path, fake_llm: FakeOpenAI, 
     assert len(summaries(store)) == 3
     conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     try:
-        low, high = conn.execute("SELECT MIN(MIN(prompt_tokens), MIN(completion_tokens)), MAX(prompt_tokens) FROM calls").fetchone()
+        low, high = conn.execute(
+            "SELECT MIN(MIN(prompt_tokens), MIN(completion_tokens)), MAX(prompt_tokens) FROM calls"
+        ).fetchone()
     finally:
         conn.close()
     assert 0 <= low and high < 1_000_000  # every recorded call holds a plausible count
 
 
 @pytest.mark.parametrize("content", [42, {"text": "a dict"}, [1, 2], True])
-def test_a_completion_that_is_not_text_fails_only_its_document(tmp_path: Path, fake_llm: FakeOpenAI, content: Any) -> None:
+def test_a_completion_that_is_not_text_fails_only_its_document(
+    tmp_path: Path, fake_llm: FakeOpenAI, content: Any
+) -> None:
     make_docs(tmp_path / "docs", 3)
     store = tmp_path / "s.sqlite"
     fake_llm.script(Reply(raw_body=completion_body(content)))
@@ -104,7 +123,9 @@ def test_a_completion_that_is_not_text_fails_only_its_document(tmp_path: Path, f
 def test_a_completion_in_text_parts_is_read(tmp_path: Path, fake_llm: FakeOpenAI) -> None:
     make_docs(tmp_path / "docs", 1)
     store = tmp_path / "s.sqlite"
-    fake_llm.script(Reply(raw_body=completion_body([{"type": "text", "text": "Bees "}, {"type": "text", "text": "in parts."}])))
+    fake_llm.script(
+        Reply(raw_body=completion_body([{"type": "text", "text": "Bees "}, {"type": "text", "text": "in parts."}]))
+    )
     result = run_cli("build", tmp_path / "docs", "--store", store, *llm_args(fake_llm))
     assert result.code == 0, result
     assert summaries(store) == ["Bees in parts."]
@@ -122,7 +143,10 @@ def test_nan_in_embedding_vectors_keeps_the_summary(tmp_path: Path, fake_llm: Fa
     # infinity is one line and exit 1.
     other = tmp_path / "other.sqlite"
     fake_llm.reset()
-    assert run_cli("build", tmp_path / "docs", "--store", other, *llm_args(fake_llm), "--embed-model", "fake-embed").code == 0
+    assert (
+        run_cli("build", tmp_path / "docs", "--store", other, *llm_args(fake_llm), "--embed-model", "fake-embed").code
+        == 0
+    )
     fake_llm.script_embeddings(*[Reply(raw_body=embedding_body([[1.0] * 63 + [math.inf]]))] * 10)
     asked = run_cli("ask", "bees?", "--store", other, *llm_args(fake_llm), "--embed-model", "fake-embed")
     assert asked.code == 1, asked
@@ -142,8 +166,18 @@ def test_a_completion_far_past_max_tokens_is_not_stored_whole(tmp_path: Path, fa
 
 def test_a_stream_far_past_max_tokens_is_cut(built_store: Path, fake_llm: FakeOpenAI) -> None:
     fake_llm.responder = lambda body: Reply(text="bees " * 5_000)
-    result = run_cli("ask", "bees?", "--store", built_store, *llm_args(fake_llm), "--stream", "--max-output-tokens", "64",
-                     "--mode", "simple_summarize")
+    result = run_cli(
+        "ask",
+        "bees?",
+        "--store",
+        built_store,
+        *llm_args(fake_llm),
+        "--stream",
+        "--max-output-tokens",
+        "64",
+        "--mode",
+        "simple_summarize",
+    )
     assert result.code == 0, result
     answer = result.stdout.split("\n\nSources:")[0]
     assert 0 < len(answer.split()) <= 140
@@ -159,7 +193,9 @@ def _echo(body: dict[str, Any]) -> Reply:
 
 @pytest.mark.parametrize("key", [PLANTED_KEY, SHORT_KEY])
 @pytest.mark.parametrize("mode", LLM_MODES)
-def test_an_echoed_key_never_reaches_stdout_or_stderr(built_store: Path, monkeypatch: pytest.MonkeyPatch, key: str, mode: str) -> None:
+def test_an_echoed_key_never_reaches_stdout_or_stderr(
+    built_store: Path, monkeypatch: pytest.MonkeyPatch, key: str, mode: str
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", key)
     with FakeOpenAI(responder=_echo) as fake:
         runs = [["--stream"], ["--no-stream"], ["--json"]]
@@ -190,7 +226,9 @@ def test_an_echoed_key_is_never_stored_in_a_summary(tmp_path: Path, monkeypatch:
     assert key not in shown.stdout
 
 
-def test_a_password_in_the_base_url(tmp_path: Path, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, built_store: Path) -> None:
+def test_a_password_in_the_base_url(
+    tmp_path: Path, fake_llm: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, built_store: Path
+) -> None:
     url = fake_llm.base_url.replace("http://", "http://alice:s3cr3t-pw@")
     for extra in ([], ["--json"]):
         shown = run_cli("config", "show", "--base-url", url, *extra)
@@ -212,7 +250,9 @@ def test_a_password_in_the_base_url(tmp_path: Path, fake_llm: FakeOpenAI, monkey
     assert failed.code == 1 and "s3cr3t-pw" not in failed.stderr + failed.stdout, failed
     # A key in the query string (as some proxies take it) is a secret too, in text and in JSON.
     for extra in ([], ["--json"]):
-        keyed = run_cli("ask", "bees?", "--store", built_store, "--base-url", "http://127.0.0.1:9/v1?api_key=q-s3cr3t-key", *extra)
+        keyed = run_cli(
+            "ask", "bees?", "--store", built_store, "--base-url", "http://127.0.0.1:9/v1?api_key=q-s3cr3t-key", *extra
+        )
         assert keyed.code == 1 and "q-s3cr3t-key" not in keyed.stderr + keyed.stdout, keyed
         assert "api_key=***" in keyed.stderr, keyed
     # With a key as well, one of the two would silently replace the other: refused.
@@ -234,7 +274,9 @@ def test_a_trickling_or_endless_server_is_stopped_by_the_timeout(
     # A byte every 50 ms (each read succeeds, so only an overall deadline
     # helps), or a stream that never ends.
     fake_llm.responder = lambda body: Reply(endless=True, trickle=0.05) if body.get("stream") else Reply(trickle=0.05)
-    result = run_cli("ask", "bees?", "--store", built_store, *llm_args(fake_llm), "--stream" if stream else "--no-stream")
+    result = run_cli(
+        "ask", "bees?", "--store", built_store, *llm_args(fake_llm), "--stream" if stream else "--no-stream"
+    )
     assert result.code == 1, result
     assert ("did not finish within 1s" if stream else "timed out after 1s") in result.stderr
 
@@ -251,9 +293,21 @@ def test_a_reply_of_endless_size_is_not_read_into_memory(
     monkeypatch.setattr(transport, "MAX_REPLY_BYTES", 1024 * 1024)
     MAX_REPLY_BYTES = transport.MAX_REPLY_BYTES
     huge = completion_body("bees " * (2 * MAX_REPLY_BYTES // 5))
-    fake_llm.responder = lambda body: Reply(raw_body=huge, content_type="text/event-stream" if body.get("stream") else None)
-    result = run_cli("ask", "bees?", "--store", built_store, *llm_args(fake_llm), "--stream" if stream else "--no-stream",
-                     "--mode", "simple_summarize", "--max-retries", "0")
+    fake_llm.responder = lambda body: Reply(
+        raw_body=huge, content_type="text/event-stream" if body.get("stream") else None
+    )
+    result = run_cli(
+        "ask",
+        "bees?",
+        "--store",
+        built_store,
+        *llm_args(fake_llm),
+        "--stream" if stream else "--no-stream",
+        "--mode",
+        "simple_summarize",
+        "--max-retries",
+        "0",
+    )
     assert result.code == 1, result
     assert f"the reply passed {MAX_REPLY_BYTES // 2**20} MiB" in result.stderr, result.stderr
     assert "internal error" not in result.stderr
@@ -261,7 +315,9 @@ def test_a_reply_of_endless_size_is_not_read_into_memory(
 
 def test_a_json_reply_to_a_streaming_request_is_a_server_error(built_store: Path, fake_llm: FakeOpenAI) -> None:
     fake_llm.responder = lambda body: Reply(raw_body=completion_body("not a stream"), content_type="application/json")
-    result = run_cli("ask", "bees?", "--store", built_store, *llm_args(fake_llm), "--stream", "--mode", "simple_summarize")
+    result = run_cli(
+        "ask", "bees?", "--store", built_store, *llm_args(fake_llm), "--stream", "--mode", "simple_summarize"
+    )
     assert result.code == 1, result
     assert "without a stream" in result.stderr and "application/json" in result.stderr
 
@@ -280,7 +336,11 @@ def test_closing_a_stream_early_is_quiet_in_every_mode(built_store: Path) -> Non
         procs = {
             mode: subprocess.Popen(
                 cli_command("ask", "bees report", "--store", built_store, "--stream", "--mode", mode, *llm_args(fake)),
-                cwd=REPO, env=subprocess_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=REPO,
+                env=subprocess_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
             )
             for mode in modes
         }

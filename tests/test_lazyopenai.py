@@ -20,10 +20,22 @@ from helpers import REPO, subprocess_env
 # Names read from the deferred packages: classes re-exported by an __init__,
 # submodules, a name the __init__ binds with `as`, and names that exist nowhere.
 PROBED = {
-    "openai.types": ["CreateEmbeddingResponse", "Batch", "ChatModel", "embedding_create_params", "chat",
-                     "shared_params", "no_such_name"],
-    "openai.types.chat": ["ChatCompletion", "ChatCompletionChunk", "chat_completion", "completion_create_params",
-                          "no_such_name"],
+    "openai.types": [
+        "CreateEmbeddingResponse",
+        "Batch",
+        "ChatModel",
+        "embedding_create_params",
+        "chat",
+        "shared_params",
+        "no_such_name",
+    ],
+    "openai.types.chat": [
+        "ChatCompletion",
+        "ChatCompletionChunk",
+        "chat_completion",
+        "completion_create_params",
+        "no_such_name",
+    ],
     "openai.lib": ["pydantic_function_tool", "type_to_response_format_param", "azure", "no_such_name"],
 }
 
@@ -55,8 +67,15 @@ def python(script: str, *args: str, path: Path | None = None) -> subprocess.Comp
     env = subprocess_env()
     if path is not None:
         env["PYTHONPATH"] = f"{path}:{env['PYTHONPATH']}"
-    proc = subprocess.run([sys.executable, "-c", script, *args], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc
 
@@ -64,7 +83,10 @@ def python(script: str, *args: str, path: Path | None = None) -> subprocess.Comp
 def test_every_name_read_is_what_an_eager_import_gives() -> None:
     lazy, eager = (json.loads(python(DESCRIBE, json.dumps(PROBED), how).stdout) for how in ("lazy", "eager"))
     assert lazy == eager
-    assert eager["openai.types"]["CreateEmbeddingResponse"] == ["openai.types.create_embedding_response", "CreateEmbeddingResponse"]
+    assert eager["openai.types"]["CreateEmbeddingResponse"] == [
+        "openai.types.create_embedding_response",
+        "CreateEmbeddingResponse",
+    ]
     assert eager["openai.types"]["no_such_name"] is None
 
 
@@ -141,8 +163,16 @@ def test_a_whole_exchange_through_the_lazy_path() -> None:
     assert report["modules"]["openai.types"] < 40, report["modules"]
     assert report["types deferred after requests"]
     assert report["same classes"] and report["pickled"] == "boom"
-    assert report["threads"] == ["Response", "ResponseOutputMessage", "ResponseOutputText", "ResponseCompletedEvent", "ResponseUsage",
-                                 "FunctionTool", "Response", "ResponseError"]
+    assert report["threads"] == [
+        "Response",
+        "ResponseOutputMessage",
+        "ResponseOutputText",
+        "ResponseCompletedEvent",
+        "ResponseUsage",
+        "FunctionTool",
+        "Response",
+        "ResponseError",
+    ]
     assert not report["finder left"]
     # What the server received is what the package's resources send.
     assert embedding.body["encoding_format"] == "base64" and embedding.body["input"] == ["red", "green"]

@@ -28,7 +28,13 @@ Q = {"context_str": "Bees make honey in hives.", "query_str": "What do bees make
 
 
 def make_llm(fake: FakeOpenAI, **kw: object) -> OpenAILLM:
-    opts: dict[object, object] = {"model": "fake-chat", "base_url": fake.base_url, "api_key": KEY, "max_retries": 0, "timeout": 10}
+    opts: dict[object, object] = {
+        "model": "fake-chat",
+        "base_url": fake.base_url,
+        "api_key": KEY,
+        "max_retries": 0,
+        "timeout": 10,
+    }
     opts.update(kw)
     return OpenAILLM(**opts)  # type: ignore[arg-type]
 
@@ -82,7 +88,9 @@ def test_no_key_server_gets_placeholder_key_and_repr_hides_key(fake_llm: FakeOpe
 
 
 def test_streaming_yields_pieces_and_records_usage_from_final_chunk(fake_llm: FakeOpenAI) -> None:
-    fake_llm.script(Reply(text="Bees make honey and wax.", usage={"prompt_tokens": 40, "completion_tokens": 6, "total_tokens": 46}))
+    fake_llm.script(
+        Reply(text="Bees make honey and wax.", usage={"prompt_tokens": 40, "completion_tokens": 6, "total_tokens": 46})
+    )
     llm = make_llm(fake_llm)
     pieces = asyncio.run(_collect(llm))
     assert len(pieces) > 1
@@ -246,7 +254,13 @@ def test_context_length_400_raises_context_length_error(fake_llm: FakeOpenAI, re
 
 
 def test_context_length_error_in_json_mode_is_not_retried_without_response_format(fake_llm: FakeOpenAI) -> None:
-    fake_llm.script(Reply(status=400, error_message="context length exceeded (response_format json)", error_code="context_length_exceeded"))
+    fake_llm.script(
+        Reply(
+            status=400,
+            error_message="context length exceeded (response_format json)",
+            error_code="context_length_exceeded",
+        )
+    )
     llm = make_llm(fake_llm)
     with pytest.raises(ContextLengthError):
         llm.predict(TEXT_QA_PROMPT, json_mode=True, **Q)
@@ -293,7 +307,9 @@ def test_concurrency_bound_holds(fake_llm: FakeOpenAI) -> None:
     llm = make_llm(fake_llm, limits=Limits.of(2))
 
     async def run() -> list[str]:
-        return await asyncio.gather(*(llm.apredict(TEXT_QA_PROMPT, context_str=f"c{i}", query_str="q") for i in range(6)))
+        return await asyncio.gather(
+            *(llm.apredict(TEXT_QA_PROMPT, context_str=f"c{i}", query_str="q") for i in range(6))
+        )
 
     answers = asyncio.run(run())
     assert len(answers) == 6 and len(fake_llm.chat_requests()) == 6
@@ -387,7 +403,9 @@ def test_a_page_that_is_not_json_is_named_so_whatever_its_content_type(fake_llm:
     ],
     ids=["no-vectors", "bad-base64", "partial-float", "booleans", "string-index"],
 )
-def test_an_embedding_reply_that_is_not_vectors_is_one_error(fake_llm: FakeOpenAI, data: list[object], why: str) -> None:
+def test_an_embedding_reply_that_is_not_vectors_is_one_error(
+    fake_llm: FakeOpenAI, data: list[object], why: str
+) -> None:
     fake_llm.script_embeddings(Reply(raw_body=json.dumps({"object": "list", "data": data}).encode()))
     llm = make_llm(fake_llm)
     with pytest.raises(LLMError, match=why):

@@ -358,7 +358,7 @@ def test_path_with_spaces_and_non_ascii(tmp_path: Path) -> None:
     [
         ("\n\nIntro paragraph.\n\n# The Real Title #\n\ntext\n", "The Real Title"),
         ("```bash\n# not a heading\n```\n## Setup guide\n", "Setup guide"),
-        ("---\ntitle: \"Front Matter Title\"\ndate: 2024\n---\n# Heading\n", "Front Matter Title"),
+        ('---\ntitle: "Front Matter Title"\ndate: 2024\n---\n# Heading\n', "Front Matter Title"),
         ("---\ndate: 2024\n---\n\nBody first line\n", "Body first line"),
         ("Setext Title\n============\n\nbody\n", "Setext Title"),
         ("no heading at all\nsecond line\n", "no heading at all"),

@@ -21,7 +21,9 @@ from helpers import REPO, run_cli, subprocess_env
 
 from docsum.models.localembed import LOCAL_EMBED_MODEL, missing_packages
 
-needs_extra = pytest.mark.skipif(bool(missing_packages()), reason=f"the [embed] extra is not installed ({', '.join(missing_packages())})")
+needs_extra = pytest.mark.skipif(
+    bool(missing_packages()), reason=f"the [embed] extra is not installed ({', '.join(missing_packages())})"
+)
 
 DOCS = {
     "harbour.txt": "Harbour authority report\n\nThe harbour cranes unloaded container ships all winter. Dock workers repaired the quay.",
@@ -37,8 +39,13 @@ def _docsum(home: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     for name in ("ORT_DISABLE_TELEMETRY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "DOCSUM_API_KEY", "DOCSUM_EMBED_MODEL"):
         env.pop(name, None)
     return subprocess.run(
-        [sys.executable, "-m", "cli.main", *(str(a) for a in args)], cwd=REPO, env=env,
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "cli.main", *(str(a) for a in args)],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -59,12 +66,34 @@ def test_local_embedder_builds_and_answers_offline_without_telemetry(tmp_path: P
     assert rows == [(LOCAL_EMBED_MODEL, 384 * 4)] * len(DOCS)
 
     # "telescope" is in no summary's words as asked ("stargazing"): meaning, not spelling, finds it.
-    asked = _docsum(home, "ask", "Where did people do stargazing?", "--store", store, "--embed-model", "local",
-                    "--retriever", "embedding", "--mode", "no_text", "--json")
+    asked = _docsum(
+        home,
+        "ask",
+        "Where did people do stargazing?",
+        "--store",
+        store,
+        "--embed-model",
+        "local",
+        "--retriever",
+        "embedding",
+        "--mode",
+        "no_text",
+        "--json",
+    )
     assert asked.returncode == 0, asked.stderr
     assert json.loads(asked.stdout)["documents"][0]["path"] == "observatory.txt"
-    fused = _docsum(home, "ask", "Who unloaded the container ships?", "--store", store, "--embed-model", "local",
-                    "--mode", "no_text", "--json")
+    fused = _docsum(
+        home,
+        "ask",
+        "Who unloaded the container ships?",
+        "--store",
+        store,
+        "--embed-model",
+        "local",
+        "--mode",
+        "no_text",
+        "--json",
+    )
     assert fused.returncode == 0, fused.stderr
     top = json.loads(fused.stdout)["documents"][0]
     assert top["path"] == "harbour.txt" and set(top["signals"]) == {"summary_bm25", "node_bm25", "summary_cosine"}
@@ -83,13 +112,16 @@ def test_local_embedder_builds_and_answers_offline_without_telemetry(tmp_path: P
 def test_local_vectors_are_unit_length_and_follow_meaning() -> None:
     from docsum.models.localembed import LocalEmbedder
 
-    vectors = LocalEmbedder.shared().embed([
-        "Apple's net sales rose in the third quarter.",
-        "Revenue at Apple increased during Q3.",
-        "The ferry crosses the river twice a day.",
-        "",
-        "bad \x00 bytes \ud800 here",
-    ] * 3)  # more than one batch
+    vectors = LocalEmbedder.shared().embed(
+        [
+            "Apple's net sales rose in the third quarter.",
+            "Revenue at Apple increased during Q3.",
+            "The ferry crosses the river twice a day.",
+            "",
+            "bad \x00 bytes \ud800 here",
+        ]
+        * 3
+    )  # more than one batch
     assert vectors.shape == (15, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     similarity = vectors @ vectors.T
@@ -111,18 +143,24 @@ def test_commands_that_embed_nothing_never_load_the_model(tmp_path: Path) -> Non
         "    try: app(argv, standalone_mode=False)\n"
         "    except SystemExit: pass\n"
         "print('LOADED', sorted(m for m in ('onnxruntime', 'tokenizers') if m in sys.modules))\n"
-    ).format(cmds=repr((
-        ["build", str(folder), "--store", str(store), "-q"],
-        ["ask", "When were apples picked?", "--store", str(store), "--mode", "no_text", "-q"],
-        ["config", "show", "--embed-model", "local"],
-    )))
+    ).format(
+        cmds=repr(
+            (
+                ["build", str(folder), "--store", str(store), "-q"],
+                ["ask", "When were apples picked?", "--store", str(store), "--mode", "no_text", "-q"],
+                ["config", "show", "--embed-model", "local"],
+            )
+        )
+    )
     env = subprocess_env(HOME=str(tmp_path), DOCSUM_HOME=str(tmp_path / "docsum"))
     env.pop("DOCSUM_EMBED_MODEL", None)
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert "LOADED []" in done.stdout, (done.stdout, done.stderr)
 
 
-def test_without_the_extra_local_is_a_usage_error_naming_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_extra_local_is_a_usage_error_naming_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = importlib.util.find_spec
 
     def without_onnxruntime(name: str, *args: object) -> object:

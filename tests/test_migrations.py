@@ -19,9 +19,9 @@ import pytest
 from helpers import SAMPLE_DOCS, run_cli
 
 from docsum.errors import StoreVersionError
+from docsum.store import sqlite_schema
 from docsum.store.sqlite import Store
 from docsum.store.sqlite_schema import MIGRATIONS, split_statements
-from docsum.store import sqlite_schema
 
 LIST_QUERY = "SELECT doc_id FROM documents ORDER BY path, root"
 # Migration 1 as docsum released it, before the tables were declared once for both stores.
@@ -111,7 +111,15 @@ def test_the_first_migration_makes_the_tables_docsum_v1_made(tmp_path: Path) -> 
         for statement in split_statements(MIGRATIONS[0]):
             declared.execute(statement)
         assert structure(declared) == structure(released)
-        assert set(structure(declared)) == {"documents", "nodes", "failures", "runs", "calls", "meta", "sqlite_sequence"}
+        assert set(structure(declared)) == {
+            "documents",
+            "nodes",
+            "failures",
+            "runs",
+            "calls",
+            "meta",
+            "sqlite_sequence",
+        }
     finally:
         released.close()
         declared.close()
@@ -123,7 +131,9 @@ def test_migration_2_serves_the_listing_order(tmp_path: Path) -> None:
         assert "documents_path_root" in indexes and "documents_path" not in indexes
         plan = " | ".join(r[3] for r in s.conn.execute("EXPLAIN QUERY PLAN " + LIST_QUERY))
         assert "documents_path_root" in plan and "TEMP B-TREE" not in plan, plan
-        plan = " | ".join(r[3] for r in s.conn.execute("EXPLAIN QUERY PLAN SELECT doc_id FROM documents WHERE path = ?", ("x",)))
+        plan = " | ".join(
+            r[3] for r in s.conn.execute("EXPLAIN QUERY PLAN SELECT doc_id FROM documents WHERE path = ?", ("x",))
+        )
         assert "USING" in plan and "INDEX" in plan, plan  # still an index search, not a scan
 
 
@@ -171,8 +181,9 @@ def test_v1_store_from_a_real_build_migrates_on_first_ask_with_data_intact(tmp_p
     assert before["documents"] and before["nodes"] and before["failures"] and before["runs"]
 
     # The first command after the upgrade only reads: it must work, not ask for a build.
-    result = run_cli("ask", "When did the library reopen after the renovation?", "--store", store,
-                     "--llm", "extractive", "--json")
+    result = run_cli(
+        "ask", "When did the library reopen after the renovation?", "--store", store, "--llm", "extractive", "--json"
+    )
     assert result.code == 0, result
     assert "Traceback" not in result.stderr and "error" not in result.stderr
     data = result.json()
@@ -219,9 +230,26 @@ def test_hand_made_v1_store_migrates_with_its_rows(tmp_path: Path) -> None:
     root = str(tmp_path / "docs")
     conn.execute(
         "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        ("abc123def456", "notes/ferry.txt", root, 120, 1_700_000_000_000_000_000, "0" * 64, "Ferry notes", "text",
-         30, None, "split-fp", "summary-fp", "The ferry crosses the river every hour.\nMore detail.", "extractive",
-         None, None, "2024-01-01T00:00:00+00:00", "2024-01-01T00:00:00+00:00"),
+        (
+            "abc123def456",
+            "notes/ferry.txt",
+            root,
+            120,
+            1_700_000_000_000_000_000,
+            "0" * 64,
+            "Ferry notes",
+            "text",
+            30,
+            None,
+            "split-fp",
+            "summary-fp",
+            "The ferry crosses the river every hour.\nMore detail.",
+            "extractive",
+            None,
+            None,
+            "2024-01-01T00:00:00+00:00",
+            "2024-01-01T00:00:00+00:00",
+        ),
     )
     conn.execute(
         "INSERT INTO nodes VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -234,7 +262,9 @@ def test_hand_made_v1_store_migrates_with_its_rows(tmp_path: Path) -> None:
     assert [(d["doc_id"], d["path"], d["summary"]) for d in result.json()] == [
         ("abc123def456", "notes/ferry.txt", "The ferry crosses the river every hour.\nMore detail.")
     ]
-    result = run_cli("ask", "How often does the ferry cross the river?", "--store", path, "--llm", "extractive", "--json")
+    result = run_cli(
+        "ask", "How often does the ferry cross the river?", "--store", path, "--llm", "extractive", "--json"
+    )
     assert result.code == 0, result
     data = result.json()
     assert data["sources"][0]["text"] == "The ferry crosses the river every hour, from dawn to dusk."
@@ -278,11 +308,17 @@ def test_v1_store_that_cannot_be_upgraded_now_is_a_clear_error(tmp_path: Path, m
     holder = sqlite3.connect(store, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        with pytest.raises(StoreVersionError, match=r"schema v1 is older than v3 and cannot be upgraded here \(database is locked\)"):
+        with pytest.raises(
+            StoreVersionError, match=r"schema v1 is older than v3 and cannot be upgraded here \(database is locked\)"
+        ):
             Store.open(store, create=False, readonly=True)
         result = run_cli("summaries", "--store", store)
         assert result.code == 1, result
-        assert result.stderr.count("\n") == 1 and "cannot be upgraded here" in result.stderr and "Traceback" not in result.stderr
+        assert (
+            result.stderr.count("\n") == 1
+            and "cannot be upgraded here" in result.stderr
+            and "Traceback" not in result.stderr
+        )
     finally:
         holder.execute("ROLLBACK")
         holder.close()

@@ -23,7 +23,9 @@ def test_a_wrong_mode_is_exit_2_before_any_retrieval_or_call(tmp_path: Path) -> 
     make_docs(tmp_path / "docs", 3)
     store = tmp_path / "s.sqlite"
     questions = tmp_path / "q.jsonl"
-    questions.write_text(json.dumps({"id": "1", "question": "What about bees?", "answer": "x", "gold_docs": ["doc000.txt"]}) + "\n")
+    questions.write_text(
+        json.dumps({"id": "1", "question": "What about bees?", "answer": "x", "gold_docs": ["doc000.txt"]}) + "\n"
+    )
     with FakeOpenAI() as fake:
         assert run_cli("build", tmp_path / "docs", "--store", store, *llm_args(fake)).code == 0
         fake.reset()
@@ -46,14 +48,22 @@ def test_a_wrong_mode_is_exit_2_before_any_retrieval_or_call(tmp_path: Path) -> 
     [
         ("no_text", ["--template", "{qa}"], "--template does not apply to the no_text mode"),
         ("context_only", ["--emotion", "EP01"], "--emotion does not apply to the context_only mode"),
-        ("tree_summarize", ["--refine-template", "{refine}"], "--refine-template does not apply to the tree_summarize mode"),
+        (
+            "tree_summarize",
+            ["--refine-template", "{refine}"],
+            "--refine-template does not apply to the tree_summarize mode",
+        ),
         ("accumulate", ["--filter"], "--filter (structured answer filtering) does not apply to the accumulate mode"),
     ],
 )
-def test_an_answer_option_the_mode_does_not_use_is_refused(tmp_path: Path, mode: str, extra: list[str], refused: str) -> None:
+def test_an_answer_option_the_mode_does_not_use_is_refused(
+    tmp_path: Path, mode: str, extra: list[str], refused: str
+) -> None:
     (tmp_path / "qa.txt").write_text("{context_str} {query_str}")
     (tmp_path / "refine.txt").write_text("{context_msg} {existing_answer} {query_str}")
-    args = [a.replace("{qa}", str(tmp_path / "qa.txt")).replace("{refine}", str(tmp_path / "refine.txt")) for a in extra]
+    args = [
+        a.replace("{qa}", str(tmp_path / "qa.txt")).replace("{refine}", str(tmp_path / "refine.txt")) for a in extra
+    ]
     done = run_cli("ask", "Anything?", "--mode", mode, *args, "--store", tmp_path / "none.sqlite")
     assert done.code == 2, done
     assert refused in done.stderr

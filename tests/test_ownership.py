@@ -5,10 +5,7 @@ suite runs as root, for whom every permission check passes."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +14,6 @@ from helpers import SAMPLE_DOCS, run_cli, run_cli_as_nobody
 from docsum.errors import DocsumError
 from docsum.store.lock import BuildLock
 from docsum.store.sqlite import Store
-
 
 
 def _foreign_database(path: Path, user_version: int = 0) -> bytes:
@@ -99,7 +95,9 @@ def test_a_store_in_a_read_only_folder_can_be_read(shared_dir: Path) -> None:
     listed = run_cli_as_nobody(home, "summaries", "--store", store)
     assert listed.code == 0, listed
     assert len(listed.stdout.splitlines()) == len(list(SAMPLE_DOCS.iterdir()))
-    asked = run_cli_as_nobody(home, "ask", "How much did Brindle & Daughter pay for the oven?", "--store", store, "--json")
+    asked = run_cli_as_nobody(
+        home, "ask", "How much did Brindle & Daughter pay for the oven?", "--store", store, "--json"
+    )
     assert asked.code == 0, asked
     assert "error" not in asked.stderr
     assert _leftovers(store) == ["docs.sqlite.bm25", "docs.sqlite.lock", "docs.sqlite.vectors"]

@@ -19,7 +19,7 @@ def test_the_library_never_imports_typer_or_rich() -> None:
     """Every module of docsum/, imported in a fresh interpreter, pulls in
     neither typer nor rich (nor the CLI package)."""
     modules = sorted(m.name for m in pkgutil.walk_packages(docsum.__path__, "docsum."))
-    assert "docsum.query.ask" in modules and "docsum.build.pipeline" in modules
+    assert "docsum.query.ask" in modules and "docsum.builder.pipeline" in modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"
@@ -44,9 +44,22 @@ def test_an_install_puts_no_generic_cli_package_into_site_packages(tmp_path: Pat
     pytest.importorskip("setuptools")
     lib = tmp_path / "lib"
     result = subprocess.run(
-        [sys.executable, "-c", "from setuptools import setup; setup()", "-q",
-         "egg_info", "--egg-base", str(tmp_path), "build_py", "--build-lib", str(lib)],
-        capture_output=True, text=True, timeout=300, cwd=REPO,
+        [
+            sys.executable,
+            "-c",
+            "from setuptools import setup; setup()",
+            "-q",
+            "egg_info",
+            "--egg-base",
+            str(tmp_path),
+            "build_py",
+            "--build-lib",
+            str(lib),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
     )
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in lib.iterdir()) == ["docsum", "docsum_cli"]

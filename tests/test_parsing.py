@@ -19,7 +19,7 @@ import pytest
 from helpers import EVAL_PDFS, run_cli, spawn_cli, stored_paths, subprocess_env, wait_for
 from test_load import TWO_PAGES, assemble_pdf, make_pdf, pdfium_refuses, write
 
-from docsum.build.pipeline import BuildOptions, FileOutcome, build
+from docsum.builder.pipeline import BuildOptions, FileOutcome, build
 from docsum.errors import LoadError
 from docsum.ingest import load as load_module
 from docsum.ingest.load import load_file, read_once
@@ -66,7 +66,9 @@ def test_pdfium_reads_first_and_pypdf_is_the_fallback(tmp_path: Path, monkeypatc
     assert "PDFium could not open" in second.warnings[0]
 
 
-def test_pypdf_limits_are_raised_but_a_hostile_array_still_stops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pypdf_limits_are_raised_but_a_hostile_array_still_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import resource
 
     assert PYPDF_LIMITS["array_maximum_element_count"] > 100_000  # the default refused real 10-Q filings
@@ -86,7 +88,9 @@ def test_a_lone_surrogate_from_a_tounicode_map_is_replaced(tmp_path: Path, monke
         b"2 beginbfchar <41> <D800> <42> <0042> endbfchar\n"
         b"endcmap CMapName currentdict /CMap defineresource pop end end"
     )
-    data = pdf_with_content(b"BT /F1 12 Tf 72 720 Td (A Bsurvey of the rivers and lakes of the northern region) Tj ET", to_unicode=cmap)
+    data = pdf_with_content(
+        b"BT /F1 12 Tf 72 720 Td (A Bsurvey of the rivers and lakes of the northern region) Tj ET", to_unicode=cmap
+    )
     path = write(tmp_path / "surrogate.pdf", data)
     for engine in ("pdfium", "pypdf"):
         if engine == "pypdf":
@@ -105,7 +109,10 @@ def test_a_pdf_with_a_lone_surrogate_builds(tmp_path: Path) -> None:
         b"endcmap CMapName currentdict /CMap defineresource pop end end"
     )
     folder = tmp_path / "docs"
-    write(folder / "surrogate.pdf", pdf_with_content(b"BT /F1 12 Tf 72 720 Td (A quarterly survey of rivers) Tj ET", to_unicode=cmap))
+    write(
+        folder / "surrogate.pdf",
+        pdf_with_content(b"BT /F1 12 Tf 72 720 Td (A quarterly survey of rivers) Tj ET", to_unicode=cmap),
+    )
     write(folder / "notes.txt", "Plain notes about the river survey.")
     result = run_cli("build", folder, "--store", tmp_path / "s.sqlite", "--json")
     assert result.code == 0, result
@@ -150,7 +157,9 @@ def test_a_pdf_that_takes_too_long_is_stopped(tmp_path: Path) -> None:
     assert result.code == 3, result
     data = result.json()
     assert data["documents"]["added"] == 1
-    assert data["failures"] == [{"path": "slow.pdf", "error": "still being read after 1 s; stopped (see --parse-timeout)", "attempts": 1}]
+    assert data["failures"] == [
+        {"path": "slow.pdf", "error": "still being read after 1 s; stopped (see --parse-timeout)", "attempts": 1}
+    ]
 
 
 def _processes_with(mark: str) -> list[int]:
@@ -352,7 +361,11 @@ def test_jobs_one_builds_the_same(tmp_path: Path) -> None:
     two = run_cli("build", folder, "--store", tmp_path / "two.sqlite", "--jobs", "2", "--json")
     assert one.code == two.code == 0
     assert one.json()["extractors"] == {f"r{i}.pdf": "pdfium" for i in range(4)}  # the engine, per document
-    assert stored_paths(tmp_path / "one.sqlite") == stored_paths(tmp_path / "two.sqlite") == {f"r{i}.pdf" for i in range(4)}
+    assert (
+        stored_paths(tmp_path / "one.sqlite")
+        == stored_paths(tmp_path / "two.sqlite")
+        == {f"r{i}.pdf" for i in range(4)}
+    )
 
 
 def test_the_cache_is_trimmed_least_recently_used_first(tmp_path: Path) -> None:
@@ -360,7 +373,10 @@ def test_the_cache_is_trimmed_least_recently_used_first(tmp_path: Path) -> None:
     from docsum.ingest.parsing import TextCache
 
     cache = TextCache(tmp_path / "cache")
-    docs = {name: LoadedDocument(text=f"{name} " * 20_000, page_starts=[], title=name, kind="text") for name in ("a", "b", "c")}
+    docs = {
+        name: LoadedDocument(text=f"{name} " * 20_000, page_starts=[], title=name, kind="text")
+        for name in ("a", "b", "c")
+    }
     for age, (name, doc) in enumerate(docs.items()):
         cache.put(name * 64, Path(f"{name}.txt"), doc)
         entry = next((tmp_path / "cache").rglob(f"{name * 64}.*"))

@@ -34,9 +34,9 @@ from helpers import (
 from pgserver import TEST_PASSWORD
 
 from docsum.errors import DocsumError, StoreVersionError
+from docsum.store import pgschema
 from docsum.store.base import display_location, open_store, store_exists
 from docsum.store.records import DocumentRecord, make_doc_id
-from docsum.store import pgschema
 
 
 def pg_count(url: str, sql: str = "SELECT count(*) FROM documents") -> int:
@@ -66,6 +66,7 @@ def doc(path: str, root: str = "/data", vector: list[float] | None = None) -> Do
 def pg_structure(conn: Any, schema: str) -> dict[str, list[tuple[Any, ...]]]:
     """The tables, columns, constraints, indexes and triggers of `schema`, with
     the schema's own name taken out so two schemas compare."""
+
     def rows(sql: str) -> list[tuple[Any, ...]]:
         found = conn.execute(sql, (schema,)).fetchall()
         return sorted(tuple(str(v).replace(f"{schema}.", "") for v in row) for row in found)
@@ -103,7 +104,14 @@ def test_the_first_migration_makes_the_schema_docsum_v1_made(pg_url: str) -> Non
         declared = pg_structure(conn, "declared")
         assert declared == pg_structure(conn, "released")
         assert {row[0] for row in declared["columns"]} == {
-            "documents", "removed_documents", "nodes", "failures", "runs", "calls", "meta", "claims"
+            "documents",
+            "removed_documents",
+            "nodes",
+            "failures",
+            "runs",
+            "calls",
+            "meta",
+            "claims",
         }
 
 
@@ -126,7 +134,8 @@ def test_every_command_gives_the_sqlite_results(tmp_path: Path, pg_url: str) -> 
             {k: v for k, v in b.json().items() if k not in ("store", "elapsed_s")},
             summaries.json(),
             {k: v for k, v in show.json().items() if k != "updated_at"},
-            answer["answer"], answer["sources"] if "sources" in answer else answer.get("documents"),
+            answer["answer"],
+            answer["sources"] if "sources" in answer else answer.get("documents"),
         ]
         questions = tmp_path / "q.jsonl"
         gold = summaries.json()[0]["path"]
@@ -147,7 +156,9 @@ def test_missing_store_and_empty_store_exit_codes(pg_url: str) -> None:
     assert not store_exists(pg_url), "reading commands must not create the store"
 
 
-def test_store_from_the_environment_and_the_config_file(tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_store_from_the_environment_and_the_config_file(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DOCSUM_STORE", pg_url)
     assert run_cli("build", SAMPLE_DOCS).code == 0
     assert pg_count(pg_url) > 0
@@ -170,7 +181,9 @@ def test_nul_in_a_document_and_in_a_summary_builds_alike_on_both_backends(tmp_pa
     text without it (test_store.py covers each store method)."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "wide.txt").write_bytes("\ufeffWide title\n\nA ferry\x00 crosses the river\x00 at noon.\n".encode("utf-16-le"))
+    (docs / "wide.txt").write_bytes(
+        "\ufeffWide title\n\nA ferry\x00 crosses the river\x00 at noon.\n".encode("utf-16-le")
+    )
     (docs / "plain.txt").write_text("Plain notes on orchards and their bees.\n", encoding="utf-8")
     stored: dict[str, list[tuple[str, str, list[str]]]] = {}
     for location in (str(tmp_path / "s.sqlite"), pg_url):
@@ -207,7 +220,9 @@ def test_a_schema_named_docsum_that_another_application_made_is_refused_untouche
     import psycopg
 
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("CREATE SCHEMA docsum; CREATE TABLE docsum.accounts (id INTEGER); INSERT INTO docsum.accounts VALUES (1)")
+        conn.execute(
+            "CREATE SCHEMA docsum; CREATE TABLE docsum.accounts (id INTEGER); INSERT INTO docsum.accounts VALUES (1)"
+        )
     built = run_cli("build", SAMPLE_DOCS, "--store", pg_url)
     assert built.code == 1 and "tables docsum did not make" in built.stderr, built
     with psycopg.connect(pg_url, autocommit=True) as conn:
@@ -328,8 +343,12 @@ def test_a_document_commit_releases_its_claim_in_the_same_transaction(pg_url: st
         assert gone.claim("orphan")
         gone.close()
         run = store.start_run("build", {})
-        wait_for(lambda: (store.finish_run(run, "ok", {}, {}), pg_count(pg_url, "SELECT count(*) FROM claims") == 0)[1],
-                 timeout=10, interval=0.1, what="the orphaned claim swept")
+        wait_for(
+            lambda: (store.finish_run(run, "ok", {}, {}), pg_count(pg_url, "SELECT count(*) FROM claims") == 0)[1],
+            timeout=10,
+            interval=0.1,
+            what="the orphaned claim swept",
+        )
     finally:
         store.close()
 
@@ -434,7 +453,7 @@ def test_a_builder_pruning_does_not_remove_what_another_just_added(tmp_path: Pat
     with open_store(pg_url) as store:
         import asyncio
 
-        from docsum.build.pipeline import Builder, BuildOptions
+        from docsum.builder.pipeline import Builder, BuildOptions
         from docsum.models.extractive import ExtractiveLLM
 
         builder = Builder(store, ExtractiveLLM(), BuildOptions(paths=[docs]))
@@ -478,7 +497,9 @@ def test_ask_fetches_only_what_changed_since_the_last_question(pg_url: str) -> N
             view = load_vectors(source, path)
             assert source.fetched[-1] == 2  # one written, one removed: not the table
             ids, scores = view.scores(np.array([1.0, 0.0], dtype=np.float32))
-            assert sorted(ids) == sorted(make_doc_id("/data", p) for p in ("d1.txt", "d2.txt", "d3.txt", "d4.txt", "d9.txt"))
+            assert sorted(ids) == sorted(
+                make_doc_id("/data", p) for p in ("d1.txt", "d2.txt", "d3.txt", "d4.txt", "d9.txt")
+            )
     # Another process reuses the file; once it is rewritten (a build on this
     # machine, or too many changes to lay over it) nothing is fetched at all.
     with open_store(pg_url, create=False, readonly=True) as again:

@@ -24,7 +24,11 @@ from docsum.lexical import LEXICAL_EMBED_MODEL
 from docsum.store.base import open_store
 from docsum.store.records import DocumentRecord, make_doc_id
 
-WORDS = [f"{a}{b}" for a in ("ferry", "orchard", "tariff", "comet", "mill", "canal", "bee", "storm") for b in ("", "s", "ing", "er", "ly")]
+WORDS = [
+    f"{a}{b}"
+    for a in ("ferry", "orchard", "tariff", "comet", "mill", "canal", "bee", "storm")
+    for b in ("", "s", "ing", "er", "ly")
+]
 EMBED = ["--embed-model", "fake-embed"]
 
 
@@ -106,7 +110,9 @@ def test_the_vector_table_follows_every_write(pg_server: Any, vector_db: str) ->
         ids, scores = store.nearest_summaries(np.array([0.0, 1.0, 0.0], dtype=np.float32), 2)
         assert ids == [make_doc_id("/data", "d3.txt"), make_doc_id("/data", "d2.txt")] and list(scores) == [3.0, 2.0]
         store.update_embedding(make_doc_id("/data", "d0.txt"), np.array([0.0, 9.0, 0.0], dtype=np.float32), "e")
-        assert store.nearest_summaries(np.array([0.0, 1.0, 0.0], dtype=np.float32), 1)[0] == [make_doc_id("/data", "d0.txt")]
+        assert store.nearest_summaries(np.array([0.0, 1.0, 0.0], dtype=np.float32), 1)[0] == [
+            make_doc_id("/data", "d0.txt")
+        ]
         store.remove_document(make_doc_id("/data", "d3.txt"))
         assert sorted(store.nearest_summaries(np.array([1.0, 0.0, 0.0], dtype=np.float32), None)[0]) == sorted(
             make_doc_id("/data", f"d{i}.txt") for i in range(3)

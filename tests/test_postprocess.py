@@ -19,7 +19,7 @@ from helpers import user_text
 from typer.testing import CliRunner
 
 from cli.main import app
-from docsum.build.pipeline import BuildOptions, build
+from docsum.builder.pipeline import BuildOptions, build
 from docsum.models.extractive import ExtractiveLLM
 from docsum.models.openaillm import OpenAILLM
 from docsum.query.postprocess import compress, llm_rerank, long_context_reorder, reorder_positions, similarity_cutoff
@@ -47,8 +47,6 @@ def on_server(fake: FakeOpenAI, step: Any, *args: Any, **kwargs: Any) -> Any:
             await llm.aclose()
 
     return asyncio.run(go())
-
-
 
 
 _BLOCK = re.compile(r"^Document (\d+):\n(.*?)(?=^Document \d+:\n|^-{21}$)", re.MULTILINE | re.DOTALL)
@@ -81,7 +79,12 @@ def rate_by_tag(delay: float = 0.0):  # type: ignore[no-untyped-def]
 
 
 def test_cutoff_drops_below_keeps_equal_and_unscored() -> None:
-    nodes = [node("a", seq=0, score=0.9), node("b", seq=1, score=0.5), node("c", seq=2, score=None), node("d", seq=3, score=0.49)]
+    nodes = [
+        node("a", seq=0, score=0.9),
+        node("b", seq=1, score=0.5),
+        node("c", seq=2, score=None),
+        node("d", seq=3, score=0.49),
+    ]
     kept, report = similarity_cutoff(nodes, 0.5)
     assert [n.node.text for n in kept] == ["a", "b", "c"]  # order unchanged
     assert report.removed == ["d1:3"] and report.before == 4 and report.after == 3
@@ -131,7 +134,8 @@ def test_reorder_is_per_document_and_keeps_reading_order(n: int) -> None:
 
 def test_reorder_ranks_a_document_by_its_best_node_and_unscored_last() -> None:
     nodes = [
-        node("a0", doc="A", seq=0, score=0.2), node("a1", doc="A", seq=1, score=0.95),  # A is best (0.95)
+        node("a0", doc="A", seq=0, score=0.2),
+        node("a1", doc="A", seq=1, score=0.95),  # A is best (0.95)
         node("b0", doc="B", seq=0, score=0.5),
         node("c0", doc="C", seq=0, score=None),  # no score: ranked last
     ]
@@ -188,7 +192,11 @@ def test_rerank_leaving_out_everything_empties(fake_llm: FakeOpenAI) -> None:
 
 
 def test_rerank_offline_prefers_the_relevant_passage() -> None:
-    nodes = [node("The ferry leaves at noon.", doc="a"), node("Bees make honey in summer.", doc="b"), node("Trains run late.", doc="c")]
+    nodes = [
+        node("The ferry leaves at noon.", doc="a"),
+        node("Bees make honey in summer.", doc="b"),
+        node("Trains run late.", doc="c"),
+    ]
     kept, report = asyncio.run(llm_rerank(ExtractiveLLM(), "When do bees make honey?", nodes, top_n=1))
     assert [n.node.doc_id for n in kept] == ["b"]
     assert kept[0].score is not None and 0 < kept[0].score <= 1
@@ -261,7 +269,11 @@ def choose_by_tag(body: dict[str, Any]) -> str:
     rerank: leave every passage out; compress: NO_OUTPUT; answers: fixed."""
     prompt = user_text(body)
     if "numbered list of documents" in prompt:
-        picks = [{"doc": n, "relevance": int(m.group(1))} for n, t in blocks(prompt).items() if (m := re.search(r"\br(\d+)\b", t))]
+        picks = [
+            {"doc": n, "relevance": int(m.group(1))}
+            for n, t in blocks(prompt).items()
+            if (m := re.search(r"\br(\d+)\b", t))
+        ]
         return json.dumps({"choices": picks})
     if "numbered list of passages" in prompt:
         return '{"choices": []}'
@@ -273,8 +285,20 @@ def choose_by_tag(body: dict[str, Any]) -> str:
 def test_ask_reorder_orders_documents_and_keeps_reading_order(station_store: Path) -> None:
     with FakeOpenAI(responder=choose_by_tag) as fake:
         code, out, err = run(
-            "ask", "What do the stations count?", "--store", station_store, "--base-url", fake.base_url,
-            "--retriever", "llm", "--top-k", "4", "--reorder", "--mode", "context_only", "--json",
+            "ask",
+            "What do the stations count?",
+            "--store",
+            station_store,
+            "--base-url",
+            fake.base_url,
+            "--retriever",
+            "llm",
+            "--top-k",
+            "4",
+            "--reorder",
+            "--mode",
+            "context_only",
+            "--json",
         )
     assert code == 0, err
     data = json.loads(out)
@@ -293,7 +317,18 @@ def test_ask_reorder_orders_documents_and_keeps_reading_order(station_store: Pat
 
 def test_ask_cutoff_drops_low_documents_and_exit_5_when_all_go(station_store: Path) -> None:
     with FakeOpenAI(responder=choose_by_tag) as fake:
-        srv = ["--store", station_store, "--base-url", fake.base_url, "--retriever", "llm", "--top-k", "4", "--mode", "no_text"]
+        srv = [
+            "--store",
+            station_store,
+            "--base-url",
+            fake.base_url,
+            "--retriever",
+            "llm",
+            "--top-k",
+            "4",
+            "--mode",
+            "no_text",
+        ]
         code, out, err = run("ask", "What do the stations count?", *srv, "--cutoff", "0.6", "--json")
         assert code == 0, err
         data = json.loads(out)
@@ -309,8 +344,17 @@ def test_ask_cutoff_drops_low_documents_and_exit_5_when_all_go(station_store: Pa
 def test_ask_rerank_that_leaves_everything_out_is_exit_5(station_store: Path) -> None:
     with FakeOpenAI(responder=choose_by_tag) as fake:
         code, out, err = run(
-            "ask", "What do the stations count?", "--store", station_store, "--base-url", fake.base_url,
-            "--retriever", "llm", "--rerank", "2", "--json",
+            "ask",
+            "What do the stations count?",
+            "--store",
+            station_store,
+            "--base-url",
+            fake.base_url,
+            "--retriever",
+            "llm",
+            "--rerank",
+            "2",
+            "--json",
         )
         kinds = [("passages" in user_text(r.body), "documents" in user_text(r.body)) for r in fake.chat_requests()]
     assert code == 5
@@ -323,8 +367,17 @@ def test_ask_rerank_that_leaves_everything_out_is_exit_5(station_store: Path) ->
 def test_ask_compress_all_no_output_answers_from_uncompressed(station_store: Path) -> None:
     with FakeOpenAI(responder=choose_by_tag) as fake:
         code, out, err = run(
-            "ask", "What do the stations count?", "--store", station_store, "--base-url", fake.base_url,
-            "--retriever", "llm", "--top-k", "2", "--compress",
+            "ask",
+            "What do the stations count?",
+            "--store",
+            station_store,
+            "--base-url",
+            fake.base_url,
+            "--retriever",
+            "llm",
+            "--top-k",
+            "2",
+            "--compress",
         )
     assert code == 0, err
     assert "The stations count animals." in out
@@ -335,7 +388,14 @@ def test_rerank_batches_fit_the_window_even_with_long_passages(fake_llm: FakeOpe
     """Ten 1024-token nodes in one rerank prompt would overflow a 3900-token
     model; batches close early so every prompt fits the window."""
     window, output = 1500, 64
-    llm = OpenAILLM(model="fake-chat", base_url=fake_llm.base_url, api_key="k", context_window=window, num_output=output, max_retries=0)
+    llm = OpenAILLM(
+        model="fake-chat",
+        base_url=fake_llm.base_url,
+        api_key="k",
+        context_window=window,
+        num_output=output,
+        max_retries=0,
+    )
     words = "granite basalt quarry " * 180  # about 540 tokens a passage
     nodes = [NodeWithScore(Node(f"Passage {i}. {words}", doc_id=f"d{i}", seq=0), 0.5) for i in range(6)]
     fake_llm.responder = lambda body: Reply(json.dumps({"choices": [{"doc": 1, "relevance": 7}]}))

@@ -83,7 +83,9 @@ def test_no_module_reaches_into_another_modules_private_names() -> None:
     reaches = [
         f"{path.relative_to(REPO)}:{reach}"
         for path in files
-        for reach in private_reaches(path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py", modules)
+        for reach in private_reaches(
+            path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py", modules
+        )
     ]
     assert reaches == [], "private names used across modules:\n" + "\n".join(reaches)
 

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import EVAL_PDFS
+from helpers import run_cli_parts as run
 
 from docsum.ingest.load import first_line_title
 from docsum.lexical import registrant, sentences, title_lines
@@ -15,7 +17,6 @@ from docsum.models.extractive import ExtractiveLLM
 from docsum.models.prompts import DOCUMENT_SUMMARY_PROMPT
 from docsum.models.prose import informative_bonus, opening
 from docsum.query.synthesizers import TreeSummarize
-from helpers import EVAL_PDFS, run_cli_parts as run
 
 PAPER = """Trace-based Just-in-Time Type Specialization for Dynamic
 Languages
@@ -29,15 +30,24 @@ Let the loop header be the anchor of a trace. Although traces are linear, they a
 """
 
 
-@pytest.mark.parametrize("text, title", [
-    (PAPER, "Trace-based Just-in-Time Type Specialization for Dynamic Languages"),
-    # An author line is not part of the title.
-    ("Preemptive Information Extraction using Unrestricted Relation Discovery\nYusuke Shinyama Satoshi Sekine\n", "Preemptive Information Extraction using Unrestricted Relation Discovery"),
-    # A title ending in a connecting word goes on.
-    ("The Annual Report of the\nLarkspur Valley Water Cooperative\n\nText.", "The Annual Report of the Larkspur Valley Water Cooperative"),
-    # Ordinary lines are text, not title.
-    ("First line here\nsecond\nthird\n", "First line here"),
-])
+@pytest.mark.parametrize(
+    "text, title",
+    [
+        (PAPER, "Trace-based Just-in-Time Type Specialization for Dynamic Languages"),
+        # An author line is not part of the title.
+        (
+            "Preemptive Information Extraction using Unrestricted Relation Discovery\nYusuke Shinyama Satoshi Sekine\n",
+            "Preemptive Information Extraction using Unrestricted Relation Discovery",
+        ),
+        # A title ending in a connecting word goes on.
+        (
+            "The Annual Report of the\nLarkspur Valley Water Cooperative\n\nText.",
+            "The Annual Report of the Larkspur Valley Water Cooperative",
+        ),
+        # Ordinary lines are text, not title.
+        ("First line here\nsecond\nthird\n", "First line here"),
+    ],
+)
 def test_a_title_set_over_several_lines_is_whole(text: str, title: str) -> None:
     found = title_lines(text)
     assert found is not None and found[0] == title
@@ -57,7 +67,9 @@ def test_a_tree_of_summaries_keeps_one_opening() -> None:
     """Summaries of summaries: the opening the first part got is kept once,
     not repeated or wrapped in another."""
     llm = ExtractiveLLM(context_window=600, num_output=120)
-    text = PAPER + "\n".join(f"The trace tree {i} records a loop of the program {i} times faster than the interpreter." for i in range(60))
+    text = PAPER + "\n".join(
+        f"The trace tree {i} records a loop of the program {i} times faster than the interpreter." for i in range(60)
+    )
     summarizer = TreeSummarize(llm, summary_template=DOCUMENT_SUMMARY_PROMPT)
     summary = asyncio.run(summarizer.aget_response("Summarize the document.", [text]))
     assert isinstance(summary, str)
@@ -65,12 +77,15 @@ def test_a_tree_of_summaries_keeps_one_opening() -> None:
     assert summary.count("A research paper:") == 1
 
 
-@pytest.mark.parametrize("sentence, prose", [
-    ("We implemented these techniques in TraceMonkey and measured speedups of 2x.", True),
-    ("−2 −1.5 −1 −0.5 0 0.5 1 1.5 2", False),
-    ("| {z } (1+(−1))n+1 = χ(∆)", False),
-    ("Figure 3.", False),
-])
+@pytest.mark.parametrize(
+    "sentence, prose",
+    [
+        ("We implemented these techniques in TraceMonkey and measured speedups of 2x.", True),
+        ("−2 −1.5 −1 −0.5 0 0.5 1 1.5 2", False),
+        ("| {z } (1+(−1))n+1 = χ(∆)", False),
+        ("Figure 3.", False),
+    ],
+)
 def test_only_prose_is_quoted(sentence: str, prose: bool) -> None:
     assert (informative_bonus(sentence) is not None) == prose
 
@@ -92,10 +107,13 @@ def test_stored_summaries_and_tree_answers_begin_with_prose(offline_sample_store
     assert not answer.startswith("Key") and "$1,850" in answer
 
 
-@pytest.mark.parametrize("text", [
-    "風險因素 – 31 – 信貸風險\n本集團現金客戶須於交易日後兩個營業日（「T+2」）內結算其交易金額。本集團的信貸風險主要來自客戶的應收款項。",
-    "Item\tQty\tPrice\n| 1 | 2 | 3 |\n| 4 | 5 | 6 |\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "風險因素 – 31 – 信貸風險\n本集團現金客戶須於交易日後兩個營業日（「T+2」）內結算其交易金額。本集團的信貸風險主要來自客戶的應收款項。",
+        "Item\tQty\tPrice\n| 1 | 2 | 3 |\n| 4 | 5 | 6 |\n",
+    ],
+)
 def test_text_that_is_not_english_prose_still_gets_a_summary(text: str) -> None:
     # Before: Chinese "sentences" had too few space-separated words to count
     # as prose, and the build failed with "the model returned an empty summary".
@@ -119,11 +137,17 @@ Net sales rose in the quarter.
 """
 
 
-@pytest.mark.parametrize("text, name", [
-    (COVER, "Apple Inc."),
-    ("UNITED STATES\n   FORM 10-Q\n   Commission File Number 001-37845\n\n\n   MICROSOFT CORPORATION\n   WASHINGTON   91-1144442\n", "MICROSOFT CORPORATION"),
-    (PAPER, None),
-])
+@pytest.mark.parametrize(
+    "text, name",
+    [
+        (COVER, "Apple Inc."),
+        (
+            "UNITED STATES\n   FORM 10-Q\n   Commission File Number 001-37845\n\n\n   MICROSOFT CORPORATION\n   WASHINGTON   91-1144442\n",
+            "MICROSOFT CORPORATION",
+        ),
+        (PAPER, None),
+    ],
+)
 def test_a_filing_is_titled_by_its_registrant(text: str, name: str | None) -> None:
     # Before: every filing was titled "UNITED STATES", its cover's first line,
     # and its summary never said whose filing it was.
@@ -169,12 +193,28 @@ def test_figure_and_table_runs_are_not_summary_sentences() -> None:
     from docsum.models.prose import without_figures_and_tables
 
     kept = without_figures_and_tables(WITH_FIGURES)
-    for gone in ("i3 i4", "Tree Call", "Figure 7", "inner most loop", "28,009", "Table 2", "Acme Journal", "4.1 Evaluation", "Proceedings"):
+    for gone in (
+        "i3 i4",
+        "Tree Call",
+        "Figure 7",
+        "inner most loop",
+        "28,009",
+        "Table 2",
+        "Acme Journal",
+        "4.1 Evaluation",
+        "Proceedings",
+    ):
         assert gone not in kept
     # The prose a table interrupted joins up again.
     units = sentences(kept)
-    assert "Then we applied metaclustering to these basic clusters and obtained 302 metaclusters, of which 101 had three or more rows." in units
-    assert "Thus, the outer loop is recorded and compiled twice, and both copies must be retained in the trace cache." in units
+    assert (
+        "Then we applied metaclustering to these basic clusters and obtained 302 metaclusters, of which 101 had three or more rows."
+        in units
+    )
+    assert (
+        "Thus, the outer loop is recorded and compiled twice, and both copies must be retained in the trace cache."
+        in units
+    )
     assert "We evaluated the tables by hand." in units
     # Before: "i2 i3 i4 i5 t1 Tree Call Figure 7. Control flow graph …" and
     # "… 28,009 Basic clusters 5,543 …" were quoted as informative sentences.

@@ -43,9 +43,11 @@ def answers(stdout: str) -> dict[object, dict[str, object]]:
 def test_questions_file_gives_one_json_line_per_question_with_its_id(sample_store: Path, tmp_path: Path) -> None:
     questions = tmp_path / "q.jsonl"
     questions.write_text(
-        json.dumps({"id": "lib", "question": LIBRARY}) + "\n"
+        json.dumps({"id": "lib", "question": LIBRARY})
+        + "\n"
         + "\n"  # blank lines are skipped
-        + OVEN + "\n"  # a plain line: its id is its line number
+        + OVEN
+        + "\n"  # a plain line: its id is its line number
     )
     result = run_cli("ask", "--questions", questions, "--store", sample_store, "--llm", "extractive")
     assert result.code == 0, result
@@ -84,11 +86,18 @@ def test_one_bad_line_of_a_questions_file_costs_only_itself(sample_store: Path, 
     literal question."""
     questions = tmp_path / "q.jsonl"
     questions.write_bytes(
-        b"\xef\xbb\xbf" + json.dumps({"id": "lib", "question": LIBRARY}).encode() + b"\n"
+        b"\xef\xbb\xbf"
+        + json.dumps({"id": "lib", "question": LIBRARY}).encode()
+        + b"\n"
         + b"caf\xe9 in latin-1?\n"
-        + b'{"question": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
-        + json.dumps({"id": "two\nlines\u001b[2J", "question": ""}).encode() + b"\r\n"
-        + OVEN.encode() + b"\r\n"
+        + b'{"question": '
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}\n"
+        + json.dumps({"id": "two\nlines\u001b[2J", "question": ""}).encode()
+        + b"\r\n"
+        + OVEN.encode()
+        + b"\r\n"
     )
     result = run_cli("ask", "--questions", questions, "--store", sample_store, "--llm", "extractive")
     assert result.code == 2, result
@@ -103,7 +112,9 @@ def test_one_bad_line_of_a_questions_file_costs_only_itself(sample_store: Path, 
 
 
 def test_questions_from_stdin_and_usage_errors(sample_store: Path, tmp_path: Path) -> None:
-    result = run_cli("ask", "--questions", "-", "--store", sample_store, "--llm", "extractive", input=f"{LIBRARY}\n{OVEN}\n")
+    result = run_cli(
+        "ask", "--questions", "-", "--store", sample_store, "--llm", "extractive", input=f"{LIBRARY}\n{OVEN}\n"
+    )
     assert result.code == 0 and sorted(answers(result.stdout)) == [1, 2]
     assert run_cli("ask", "--store", sample_store).code == 2
     assert run_cli("ask", LIBRARY, "--questions", "-", "--store", sample_store).code == 2
@@ -138,8 +149,19 @@ def test_questions_are_answered_concurrently_and_a_failed_one_is_reported_alone(
 
     with FakeOpenAI(responder=respond) as fake:
         questions = "".join(f"What does report {i} say about its topic DOCMARK{i:03d}?\n" for i in range(6))
-        result = run_cli("ask", "--questions", "-", "--store", store, *llm_args(fake), "--concurrency", "3",
-                         "--top-k", "1", input=questions)
+        result = run_cli(
+            "ask",
+            "--questions",
+            "-",
+            "--store",
+            store,
+            *llm_args(fake),
+            "--concurrency",
+            "3",
+            "--top-k",
+            "1",
+            input=questions,
+        )
         assert fake.max_inflight >= 2  # several questions were in flight at once
         assert fake.max_inflight <= 3
     got = answers(result.stdout)
@@ -152,8 +174,19 @@ def test_questions_are_answered_concurrently_and_a_failed_one_is_reported_alone(
 
 def test_max_calls_refuses_a_question_before_its_answer_with_the_plan(sample_store: Path, tmp_path: Path) -> None:
     with FakeOpenAI() as fake:
-        result = run_cli("ask", LIBRARY, "--store", sample_store, *llm_args(fake), "--embed-model", "docsum-lexical-v1",
-                         "--mode", "refine", "--max-calls", "1")
+        result = run_cli(
+            "ask",
+            LIBRARY,
+            "--store",
+            sample_store,
+            *llm_args(fake),
+            "--embed-model",
+            "docsum-lexical-v1",
+            "--mode",
+            "refine",
+            "--max-calls",
+            "1",
+        )
         assert result.code == 2, result
         assert "plans" in result.stderr and "answer (refine)" in result.stderr and "--max-calls 1" in result.stderr
         assert fake.chat_requests() == []
@@ -162,14 +195,34 @@ def test_max_calls_refuses_a_question_before_its_answer_with_the_plan(sample_sto
         config.write_text("max_calls = 1\n")
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("DOCSUM_CONFIG", str(config))
-            again = run_cli("ask", LIBRARY, "--store", sample_store, *llm_args(fake), "--embed-model",
-                            "docsum-lexical-v1", "--mode", "refine")
+            again = run_cli(
+                "ask",
+                LIBRARY,
+                "--store",
+                sample_store,
+                *llm_args(fake),
+                "--embed-model",
+                "docsum-lexical-v1",
+                "--mode",
+                "refine",
+            )
             assert again.code == 2 and fake.chat_requests() == []
             shown = run_cli("config", "show", "--json").json()
-            assert {"name": "max_calls", "value": 1} in [{k: r[k] for k in ("name", "value")} for r in shown["settings"]]
+            assert {"name": "max_calls", "value": 1} in [
+                {k: r[k] for k in ("name", "value")} for r in shown["settings"]
+            ]
         # Within the default it answers.
-        ok = run_cli("ask", LIBRARY, "--store", sample_store, *llm_args(fake), "--embed-model", "docsum-lexical-v1",
-                     "--mode", "refine")
+        ok = run_cli(
+            "ask",
+            LIBRARY,
+            "--store",
+            sample_store,
+            *llm_args(fake),
+            "--embed-model",
+            "docsum-lexical-v1",
+            "--mode",
+            "refine",
+        )
         assert ok.code == 0, ok
 
 
@@ -177,8 +230,20 @@ def test_the_rerank_plan_counts_the_batches_rerank_sends(sample_store: Path) -> 
     """Rerank rates 10 passages a call whatever --choice-batch-size (which
     sizes the summaries' batches) says; the plan counted one call per
     --choice-batch-size passages."""
-    result = run_cli("ask", OVEN, "--store", sample_store, "--llm", "extractive", "--rerank", "5",
-                     "--choice-batch-size", "1", "--max-calls", "1")
+    result = run_cli(
+        "ask",
+        OVEN,
+        "--store",
+        sample_store,
+        "--llm",
+        "extractive",
+        "--rerank",
+        "5",
+        "--choice-batch-size",
+        "1",
+        "--max-calls",
+        "1",
+    )
     assert result.code == 2, result
     # However many passages retrieval hands on (two or more), one rerank call.
     passages = re.search(r"over (\d+) passages", result.stderr)
@@ -190,8 +255,17 @@ def test_llm_retrieval_over_a_large_store_warns_and_max_calls_refuses_it_before_
 ) -> None:
     monkeypatch.setattr(callplan, "EXPENSIVE_RETRIEVAL_CALLS", 3)  # the 8 sample documents count as "large"
     with FakeOpenAI() as fake:
-        args = ["--store", sample_store, *llm_args(fake), "--embed-model", "docsum-lexical-v1", "--retriever", "llm",
-                "--choice-batch-size", "1"]
+        args = [
+            "--store",
+            sample_store,
+            *llm_args(fake),
+            "--embed-model",
+            "docsum-lexical-v1",
+            "--retriever",
+            "llm",
+            "--choice-batch-size",
+            "1",
+        ]
         refused = run_cli("ask", LIBRARY, *args, "--max-calls", "5")
         assert refused.code == 2 and "retrieval (llm) 8" in refused.stderr and "--retriever hybrid" in refused.stderr
         assert fake.chat_requests() == []

@@ -50,7 +50,9 @@ def test_an_answer_carries_typed_records_and_json_is_their_edge(offline_sample_s
         if isinstance(value, list):
             assert all(not isinstance(item, dict) for item in value), field.name
     # The edge: the CLI's --json prints the same document.
-    printed = run_cli("ask", QUESTION, "--store", offline_sample_store, "--top-k", "2", "--cutoff", "0", "--reorder", "--json")
+    printed = run_cli(
+        "ask", QUESTION, "--store", offline_sample_store, "--top-k", "2", "--cutoff", "0", "--reorder", "--json"
+    )
     assert printed.code == 0, printed
     edge = json.loads(json.dumps(result.as_dict()))
     assert {k: v for k, v in printed.json().items() if k != "usage"} == {k: v for k, v in edge.items() if k != "usage"}
@@ -58,17 +60,32 @@ def test_an_answer_carries_typed_records_and_json_is_their_edge(offline_sample_s
 
 def test_an_evaluation_is_typed_records_and_json_is_their_edge(offline_sample_store: Path) -> None:
     from docsum.query.evalreport import (
-        AbstentionOutcome, AbstentionRates, AnswerGrade, AnswerSummary, EvalReport, KindMetrics, Metrics, QuestionRow,
+        AbstentionOutcome,
+        AbstentionRates,
+        AnswerGrade,
+        AnswerSummary,
+        EvalReport,
+        KindMetrics,
+        Metrics,
+        QuestionRow,
     )
     from docsum.query.evaluate import evaluate, load_questions
 
     questions_file = Path(__file__).resolve().parents[1] / "sample_data" / "QUESTIONS.jsonl"
     questions = load_questions(questions_file)[:2]
     options = AskOptions(retriever="fused")
-    report = asyncio.run(evaluate(
-        offline_sample_store, ExtractiveLLM(), questions, retriever="fused", also=["bm25"], baseline="chunks",
-        answers=options, unanswerable=options,
-    ))
+    report = asyncio.run(
+        evaluate(
+            offline_sample_store,
+            ExtractiveLLM(),
+            questions,
+            retriever="fused",
+            also=["bm25"],
+            baseline="chunks",
+            answers=options,
+            unanswerable=options,
+        )
+    )
     assert isinstance(report, EvalReport)
     _frozen_records([report], EvalReport)
     _frozen_records(list(report.details), QuestionRow)
@@ -79,9 +96,23 @@ def test_an_evaluation_is_typed_records_and_json_is_their_edge(offline_sample_st
     assert isinstance(report.answers, AnswerSummary) and isinstance(report.abstention, AbstentionRates)
     assert set(report.details[0].metrics) == {"fused", "summary", "bm25", "chunks"}
     printed = run_cli(
-        "eval", questions_file, "--store", offline_sample_store, "--max-questions", "2", "--retriever", "fused,bm25",
-        "--baseline", "chunks", "--answers", "--unanswerable", "--details", "--json",
+        "eval",
+        questions_file,
+        "--store",
+        offline_sample_store,
+        "--max-questions",
+        "2",
+        "--retriever",
+        "fused,bm25",
+        "--baseline",
+        "chunks",
+        "--answers",
+        "--unanswerable",
+        "--details",
+        "--json",
     )
     assert printed.code == 0, printed
     edge = json.loads(json.dumps(report.as_dict(details=True)))
-    assert {k: v for k, v in printed.json().items() if k != "elapsed_s"} == {k: v for k, v in edge.items() if k != "elapsed_s"}
+    assert {k: v for k, v in printed.json().items() if k != "elapsed_s"} == {
+        k: v for k, v in edge.items() if k != "elapsed_s"
+    }

@@ -81,9 +81,11 @@ def test_every_eval_pdf_is_handled_as_the_manifest_expects(tmp_path: Path) -> No
     assert data["documents"]["added"] == len(stored) and data["documents"]["failed"] == len(failed)
 
     conn = sqlite3.connect(store)
-    covered = dict(conn.execute(
-        "SELECT d.path, MAX(n.end_char) FROM documents d JOIN nodes n ON n.doc_id = d.doc_id GROUP BY d.path"
-    ).fetchall())
+    covered = dict(
+        conn.execute(
+            "SELECT d.path, MAX(n.end_char) FROM documents d JOIN nodes n ON n.doc_id = d.doc_id GROUP BY d.path"
+        ).fetchall()
+    )
     conn.close()
     for entry in manifest:
         name, expect = entry["file"], entry["expect"]
@@ -182,9 +184,11 @@ def test_awkward_text_files(tmp_path: Path) -> None:
 
     # The decoded text is right (not mojibake), and odd paths work as DOC.
     conn = sqlite3.connect(store)
-    texts = dict(conn.execute(
-        "SELECT d.path, group_concat(n.text, ' ') FROM documents d JOIN nodes n USING (doc_id) GROUP BY d.path"
-    ).fetchall())
+    texts = dict(
+        conn.execute(
+            "SELECT d.path, group_concat(n.text, ' ') FROM documents d JOIN nodes n USING (doc_id) GROUP BY d.path"
+        ).fetchall()
+    )
     conn.close()
     assert "crème brûlée" in texts["latin1.txt"]
     assert "lighthouse keeper" in texts["utf16.txt"] and "\ufeff" not in texts["utf16.txt"]
@@ -429,8 +433,10 @@ def test_fifty_megabyte_file_builds_with_bounded_memory(tmp_path: Path) -> None:
     folder, store = tmp_path / "big", tmp_path / "s.sqlite"
     folder.mkdir()
     big = folder / "big.txt"
-    words = ("harbour ferry tide lighthouse keeper ledger council minutes budget bridge orchard mill canal "
-             "storm report library roof repair committee volunteers").split()
+    words = (
+        "harbour ferry tide lighthouse keeper ledger council minutes budget bridge orchard mill canal "
+        "storm report library roof repair committee volunteers"
+    ).split()
     with open(big, "w", encoding="utf-8") as fh:
         i = 0
         while fh.tell() < 50 * 1024 * 1024:
@@ -443,7 +449,11 @@ def test_fifty_megabyte_file_builds_with_bounded_memory(tmp_path: Path) -> None:
     started = time.monotonic()
     proc = subprocess.run(
         cli_command("build", folder, "--store", store, "--llm", "extractive", "--json", "-q"),
-        env=subprocess_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=1800,
+        env=subprocess_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     elapsed = time.monotonic() - started
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux

@@ -4,7 +4,7 @@ LLM retriever (concurrent batches, per-batch numbering, fallback, empty
 choice) and the hybrid shortlist.
 
 The LLM is the offline extractive engine or a FakeOpenAI server reached
-through its base URL; stores are built with `docsum.build.pipeline.build` on small
+through its base URL; stores are built with `docsum.builder.pipeline.build` on small
 corpora written here.
 """
 
@@ -23,7 +23,7 @@ from helpers import user_text
 from typer.testing import CliRunner
 
 from cli.main import app
-from docsum.build.pipeline import BuildOptions, build
+from docsum.builder.pipeline import BuildOptions, build
 from docsum.models.extractive import ExtractiveLLM
 from docsum.query.rating import format_batch, parse_choices, says_none
 from docsum.query.retrieve import SummaryEntry, retrieve
@@ -44,8 +44,14 @@ TOPICS = {
 
 # One word per document that only its text (and so its summary) contains.
 UNIQUE_WORDS = {
-    "bees.txt": "apiary", "ferry.txt": "Northbank", "bakery.txt": "sourdough", "railway.txt": "locomotive",
-    "library.txt": "reading room", "reservoir.txt": "herons", "council.txt": "Councillors", "storm.txt": "millimetres",
+    "bees.txt": "apiary",
+    "ferry.txt": "Northbank",
+    "bakery.txt": "sourdough",
+    "railway.txt": "locomotive",
+    "library.txt": "reading room",
+    "reservoir.txt": "herons",
+    "council.txt": "Councillors",
+    "storm.txt": "millimetres",
 }
 
 
@@ -71,8 +77,6 @@ def entries_of(store: Path) -> list[SummaryEntry]:
 def run(*args: Any) -> tuple[int, str, str]:
     result = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
-
-
 
 
 _BLOCK = re.compile(r"^Document (\d+):\n(.*?)(?=^Document \d+:\n|^-{21}$)", re.MULTILINE | re.DOTALL)
@@ -118,15 +122,30 @@ PARSE_CASES = [
     ("fenced json", '```json\n{"choices":[{"doc":2,"relevance":9}]}\n```', 10, [(2, 9.0)]),
     ("fenced json inside prose", 'Sure!\n```json\n[{"doc": 4, "relevance": 6}]\n```\nHope this helps.', 10, [(4, 6.0)]),
     ("json number map", '{"3": 8, "1": 5}', 10, [(3, 8.0), (1, 5.0)]),
-    ("json with string fields", '{"choices":[{"doc":"Document 3","relevance":"8/10"},{"doc":2.0,"relevance":5}]}', 10, [(3, 8.0), (2, 5.0)]),
+    (
+        "json with string fields",
+        '{"choices":[{"doc":"Document 3","relevance":"8/10"},{"doc":2.0,"relevance":5}]}',
+        10,
+        [(3, 8.0), (2, 5.0)],
+    ),
     ("chinese", "文档 2，相关度 10", 10, [(2, 10.0)]),
     ("chinese with colons", "文档：2，相关度：10", 10, [(2, 10.0)]),
     ("chinese without spaces", "文档2，相关度10", 10, [(2, 10.0)]),
     ("spanish", "Documento 2, relevancia: 8", 10, [(2, 8.0)]),
     ("german", "Dokument 2, Relevanz: 8", 10, [(2, 8.0)]),
     ("japanese", "ドキュメント 2、関連度 8", 10, [(2, 8.0)]),
-    ("zero and too big dropped, never wrapped", "Doc: 0, Relevance: 9\nDoc: 11, Relevance: 8\nDoc: 4, Relevance: 2", 10, [(4, 2.0)]),
-    ("json out of range dropped", '{"choices":[{"doc":0,"relevance":9},{"doc":11,"relevance":9},{"doc":-1,"relevance":9}]}', 10, []),
+    (
+        "zero and too big dropped, never wrapped",
+        "Doc: 0, Relevance: 9\nDoc: 11, Relevance: 8\nDoc: 4, Relevance: 2",
+        10,
+        [(4, 2.0)],
+    ),
+    (
+        "json out of range dropped",
+        '{"choices":[{"doc":0,"relevance":9},{"doc":11,"relevance":9},{"doc":-1,"relevance":9}]}',
+        10,
+        [],
+    ),
     ("unparseable relevance keeps pairs", "Doc: 2, Relevance: high\nDoc: 5, Relevance: 7", 10, [(5, 7.0), (2, None)]),
     ("prose without numbers", "I cannot tell which of these documents would help.", 10, []),
     ("none relevant prose", "None of the documents are relevant.", 10, []),
@@ -137,14 +156,24 @@ PARSE_CASES = [
     ("decimal score", "Doc: 3, Relevance: 8.5", 10, [(3, 8.5)]),
     ("answer label line skipped", "Answer:\nDoc: 2, Relevance: 9", 10, [(2, 9.0)]),
     ("plural list, no scores", "Documents 2 and 5 are relevant.", 10, [(2, None), (5, None)]),
-    ("two mentions in prose are not a score", "Document 2 is about bees and document 4 about trains.", 10, [(2, None), (4, None)]),
+    (
+        "two mentions in prose are not a score",
+        "Document 2 is about bees and document 4 about trains.",
+        10,
+        [(2, None), (4, None)],
+    ),
     ("two pairs on one line", "Doc 2: 9, Doc 7: 4", 10, [(2, 9.0), (7, 4.0)]),
     ("hash and score word", "Doc #4, score 7/10", 10, [(4, 7.0)]),
     ("relevance before the number", "Relevance: 9, Doc: 2", 10, [(2, 9.0)]),
     ("markdown bold", "**Doc 2** — Relevance: 9", 10, [(2, 9.0)]),
     ("bare number pairs", "2: 9\n5: 4", 10, [(2, 9.0), (5, 4.0)]),
     ("negated mention is no choice", "Doc: 2, Relevance: 10\nDoc 1 is not relevant", 10, [(2, 10.0)]),
-    ("prose numbering is no choice", "My reasoning:\n1. The question asks about bees.\n2. Document 4 covers bees.", 10, [(4, None)]),
+    (
+        "prose numbering is no choice",
+        "My reasoning:\n1. The question asks about bees.\n2. Document 4 covers bees.",
+        10,
+        [(4, None)],
+    ),
     ("citation bracket is not json", "Doc: 3, Relevance: 8 [1]", 10, [(3, 8.0)]),
     ("scores clamped to 0..10", "Doc: 1, Relevance: 12", 10, [(1, 10.0)]),
     ("repeated number keeps its best score", "Doc: 2, Relevance: 3\nDoc: 2, Relevance: 8", 10, [(2, 8.0)]),
@@ -159,12 +188,28 @@ def test_parse_choices_real_world_shapes(answer: str, n: int, expected: list[tup
 
 def test_parse_choices_orders_by_relevance_then_first_mention() -> None:
     assert parse_choices("Doc: 1, Relevance: 3\nDoc: 4, Relevance: 9\nDoc: 2, Relevance: 3", 10) == [
-        (4, 9.0), (1, 3.0), (2, 3.0)
+        (4, 9.0),
+        (1, 3.0),
+        (2, 3.0),
     ]
 
 
 def test_parse_choices_never_raises_on_garbage() -> None:
-    for junk in ["", "   ", "{", "[", '{"choices": "x"}', "```", "Doc:", "Doc: x, Relevance: y", "0", "-1", "文档", "\x00\x01", "9" * 400]:
+    for junk in [
+        "",
+        "   ",
+        "{",
+        "[",
+        '{"choices": "x"}',
+        "```",
+        "Doc:",
+        "Doc: x, Relevance: y",
+        "0",
+        "-1",
+        "文档",
+        "\x00\x01",
+        "9" * 400,
+    ]:
         assert isinstance(parse_choices(junk, 10), list)
 
 
@@ -174,7 +219,7 @@ def test_parse_choices_never_raises_on_hostile_numbers() -> None:
         '{"²": 5}',  # isdigit() but not a number int() reads
         "[" * 100_000 + "]" * 100_000,  # nested past the recursion limit
         '{"choices": [{"doc": 1, "relevance": ' + big + "}]}",  # an int too large for a float
-        '{"choices": [{"doc": ' + big + "}, {\"doc\": 2.0}]}",
+        '{"choices": [{"doc": ' + big + '}, {"doc": 2.0}]}',
         "[[1, " + big + "]]",
         '{"1": -' + big + "}",
         '{"choices": [{"doc": "' + "9" * 5000 + '"}]}',  # past int()'s 4300-digit limit
@@ -238,7 +283,17 @@ def test_embedding_retriever_respects_top_k(topic_store: Path) -> None:
 
 
 def test_embedding_retriever_scores_travel_onto_every_node(topic_store: Path) -> None:
-    code, out, err = run("ask", "How often does the river ferry cross?", "--store", topic_store, "--json", "--top-k", "2", "--mode", "context_only")
+    code, out, err = run(
+        "ask",
+        "How often does the river ferry cross?",
+        "--store",
+        topic_store,
+        "--json",
+        "--top-k",
+        "2",
+        "--mode",
+        "context_only",
+    )
     assert code == 0, err
     data = json.loads(out)
     by_doc = {d["doc_id"]: d["score"] for d in data["documents"]}
@@ -286,7 +341,9 @@ def test_embedding_retriever_with_server_embeddings_is_cosine(tmp_path: Path) ->
         cosine = float(stored @ q / (np.linalg.norm(stored) * np.linalg.norm(q)))
         assert doc["score"] == pytest.approx(cosine, abs=1e-4)
     for src in data["sources"]:
-        assert src["score"] == pytest.approx(next(d["score"] for d in data["documents"] if d["doc_id"] == src["doc_id"]))
+        assert src["score"] == pytest.approx(
+            next(d["score"] for d in data["documents"] if d["doc_id"] == src["doc_id"])
+        )
 
 
 # --------------------------------------------------------------------------- LLM retriever
@@ -309,8 +366,18 @@ def test_llm_retriever_sends_batches_concurrently_and_maps_numbers_back(store25:
     with FakeOpenAI(responder=keyword_chooser(relevance=7, delay=0.2)) as fake:
         srv = ["--base-url", fake.base_url, "--model", "fake-chat"]
         code, out, err = run(
-            "ask", "Which record covers zq17word", "--store", store25, *srv,
-            "--retriever", "llm", "--choice-batch-size", "10", "--json", "--mode", "no_text",
+            "ask",
+            "Which record covers zq17word",
+            "--store",
+            store25,
+            *srv,
+            "--retriever",
+            "llm",
+            "--choice-batch-size",
+            "10",
+            "--json",
+            "--mode",
+            "no_text",
         )
         assert code == 0, err
         requests = fake.chat_requests()
@@ -340,8 +407,19 @@ def test_llm_retriever_pools_batches_and_keeps_top_k(store25: Path) -> None:
 
     with FakeOpenAI(responder=respond) as fake:
         code, out, err = run(
-            "ask", "anything", "--store", store25, "--base-url", fake.base_url,
-            "--retriever", "llm", "--top-k", "3", "--json", "--mode", "no_text",
+            "ask",
+            "anything",
+            "--store",
+            store25,
+            "--base-url",
+            fake.base_url,
+            "--retriever",
+            "llm",
+            "--top-k",
+            "3",
+            "--json",
+            "--mode",
+            "no_text",
         )
     assert code == 0, err
     data = json.loads(out)
@@ -353,28 +431,60 @@ def test_llm_retriever_falls_back_to_embedding_order_when_nothing_parses(topic_s
     # FakeOpenAI's default reply ("ANSWER: ...") is not a selection.
     with FakeOpenAI() as fake:
         srv = ["--base-url", fake.base_url]
-        code, out, err = run("ask", "How often does the river ferry cross?", "--store", topic_store, *srv, "--retriever", "llm", "--json")
+        code, out, err = run(
+            "ask", "How often does the river ferry cross?", "--store", topic_store, *srv, "--retriever", "llm", "--json"
+        )
         assert code == 0, err
         data = json.loads(out)
         assert data["status"] == "ok" and data["answer"]
         assert data["documents"][0]["path"] == "ferry.txt"  # embedding order, not an empty answer
         assert any("could not be parsed" in n and "fell back to embedding order" in n for n in data["notes"])
         assert data["warnings"]
-        code, out, err = run("ask", "How often does the river ferry cross?", "--store", topic_store, *srv, "--retriever", "llm", "--explain")
+        code, out, err = run(
+            "ask",
+            "How often does the river ferry cross?",
+            "--store",
+            topic_store,
+            *srv,
+            "--retriever",
+            "llm",
+            "--explain",
+        )
         assert code == 0, err
         assert "fell back to embedding order" in err
-        code, out, err = run("ask", "How often does the river ferry cross?", "--store", topic_store, *srv, "--retriever", "llm")
+        code, out, err = run(
+            "ask", "How often does the river ferry cross?", "--store", topic_store, *srv, "--retriever", "llm"
+        )
         assert code == 0 and "fell back to embedding order" in err  # said even without --explain
 
 
 def test_llm_retriever_choosing_nothing_is_exit_5(topic_store: Path) -> None:
     with FakeOpenAI(responder=lambda body: '{"choices": []}') as fake:
-        code, out, err = run("ask", "What is the airspeed of a swallow?", "--store", topic_store, "--base-url", fake.base_url, "--retriever", "llm")
+        code, out, err = run(
+            "ask",
+            "What is the airspeed of a swallow?",
+            "--store",
+            topic_store,
+            "--base-url",
+            fake.base_url,
+            "--retriever",
+            "llm",
+        )
         assert code == 5
         assert "no document was chosen" in err
         assert len(err.strip().splitlines()[-1]) < 300
         assert len(fake.chat_requests()) == 1  # 8 summaries, one batch; nothing synthesized
-        code, out, err = run("ask", "What is the airspeed of a swallow?", "--store", topic_store, "--base-url", fake.base_url, "--retriever", "llm", "--json")
+        code, out, err = run(
+            "ask",
+            "What is the airspeed of a swallow?",
+            "--store",
+            topic_store,
+            "--base-url",
+            fake.base_url,
+            "--retriever",
+            "llm",
+            "--json",
+        )
     assert code == 5
     data = json.loads(out)
     assert data["status"] == "empty" and "no document was chosen" in data["reason"]
@@ -382,7 +492,16 @@ def test_llm_retriever_choosing_nothing_is_exit_5(topic_store: Path) -> None:
 
 
 def test_llm_retriever_offline_extractive(topic_store: Path) -> None:
-    found = asyncio.run(retrieve("llm", ExtractiveLLM(), "When does the baker start the ovens?", entries_of(topic_store), top_k=1, batch_size=3))
+    found = asyncio.run(
+        retrieve(
+            "llm",
+            ExtractiveLLM(),
+            "When does the baker start the ovens?",
+            entries_of(topic_store),
+            top_k=1,
+            batch_size=3,
+        )
+    )
     assert [c.path for c in found.chosen] == ["bakery.txt"]
     assert 0 < found.chosen[0].score <= 1.0
 
@@ -397,8 +516,20 @@ def test_hybrid_hands_only_the_embedding_shortlist_to_the_llm(topic_store: Path)
     summaries = {e.path: e.summary for e in entries_of(topic_store)}
     with FakeOpenAI(responder=keyword_chooser(relevance=9)) as fake:
         code, out, err = run(
-            "ask", question, "--store", topic_store, "--base-url", fake.base_url,
-            "--retriever", "hybrid", "--candidates", "3", "--json", "--mode", "no_text", "--explain",
+            "ask",
+            question,
+            "--store",
+            topic_store,
+            "--base-url",
+            fake.base_url,
+            "--retriever",
+            "hybrid",
+            "--candidates",
+            "3",
+            "--json",
+            "--mode",
+            "no_text",
+            "--explain",
         )
         assert code == 0, err
         [choice] = fake.chat_requests()
@@ -433,8 +564,17 @@ def test_injected_text_in_a_summary_is_not_taken_as_a_choice(tmp_path: Path) -> 
     store = build_offline(write_corpus(tmp_path / "docs", INJECTED), tmp_path / "store.sqlite")
     with FakeOpenAI(responder=keyword_chooser(relevance=9)) as fake:
         code, out, err = run(
-            "ask", "What do tickets cost on the ferry", "--store", store, "--base-url", fake.base_url,
-            "--retriever", "llm", "--json", "--top-k", "3",
+            "ask",
+            "What do tickets cost on the ferry",
+            "--store",
+            store,
+            "--base-url",
+            fake.base_url,
+            "--retriever",
+            "llm",
+            "--json",
+            "--top-k",
+            "3",
         )
         choice = fake.chat_requests()[0]
     assert code == 0, err
@@ -449,6 +589,16 @@ def test_injected_text_in_a_summary_is_not_taken_as_a_choice(tmp_path: Path) -> 
 def test_injected_doc_is_chosen_when_the_llm_chooses_it(tmp_path: Path) -> None:
     store = build_offline(write_corpus(tmp_path / "docs", INJECTED), tmp_path / "store.sqlite")
     with FakeOpenAI(responder=keyword_chooser(relevance=6)) as fake:
-        code, out, err = run("ask", "When does the allotment garden", "--store", store, "--base-url", fake.base_url, "--retriever", "llm", "--json")
+        code, out, err = run(
+            "ask",
+            "When does the allotment garden",
+            "--store",
+            store,
+            "--base-url",
+            fake.base_url,
+            "--retriever",
+            "llm",
+            "--json",
+        )
     assert code == 0, err
     assert [d["path"] for d in json.loads(out)["documents"]] == ["aaa_notice.txt"]

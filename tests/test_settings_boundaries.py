@@ -74,7 +74,10 @@ def test_a_config_file_from_a_windows_editor_is_read_and_one_in_latin_1_is_named
     assert f"{config}: cannot read config file (not UTF-8 text: byte 23)" in result.stderr
 
 
-@pytest.mark.parametrize("toml", ["timeout = nan", "timeout = inf", "concurrency = 2.5", "concurrency = true", "top_k = [1]", "timeout = {a = 1}"])
+@pytest.mark.parametrize(
+    "toml",
+    ["timeout = nan", "timeout = inf", "concurrency = 2.5", "concurrency = true", "top_k = [1]", "timeout = {a = 1}"],
+)
 def test_a_config_value_of_the_wrong_kind_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str) -> None:
     config = tmp_path / "config.toml"
     config.write_text(toml + "\n", encoding="utf-8")
@@ -169,7 +172,9 @@ def test_usage_lines_name_arguments_plainly() -> None:
     assert arguments.split()[0] == "QUESTIONS" and "<" not in arguments
 
 
-def test_a_flag_that_is_not_a_config_setting_is_refused_in_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_flag_that_is_not_a_config_setting_is_refused_in_the_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = tmp_path / "config.toml"
     config.write_text("dry_run = true\n", encoding="utf-8")
     monkeypatch.setenv("DOCSUM_CONFIG", str(config))
@@ -193,8 +198,11 @@ def test_options_made_in_python_meet_the_declared_ranges(tmp_path: Path) -> None
     from docsum.models.extractive import ExtractiveLLM
     from docsum.query.ask import AskOptions, ask
 
-    for options, said in ((AskOptions(top_k=0), "--top-k: 0 is out of range"), (AskOptions(cutoff=1.5), "--cutoff: 1.5 is out of range"),
-                          (AskOptions(retriever="bogus"), "--retriever: 'bogus' is not one of")):
+    for options, said in (
+        (AskOptions(top_k=0), "--top-k: 0 is out of range"),
+        (AskOptions(cutoff=1.5), "--cutoff: 1.5 is out of range"),
+        (AskOptions(retriever="bogus"), "--retriever: 'bogus' is not one of"),
+    ):
         with pytest.raises(ConfigError, match=said):
             asyncio.run(ask(tmp_path / "none.sqlite", ExtractiveLLM(), "q?", options))
 
@@ -218,4 +226,7 @@ def test_concurrency_sets_every_limit_in_one_record(monkeypatch: pytest.MonkeyPa
     assert load_settings({"concurrency": "12"}, environ={}).limits.embed_batch == 48
     shown = run_cli("config", "show", "--json", "--concurrency", "5").json()["limits"]
     assert (shown["requests"], shown["documents"], shown["questions"]) == (5, 10, 5)
-    assert "limits = 5 LLM requests, 10 documents and 5 questions at once" in run_cli("config", "show", "--concurrency", "5").stdout
+    assert (
+        "limits = 5 LLM requests, 10 documents and 5 questions at once"
+        in run_cli("config", "show", "--concurrency", "5").stdout
+    )

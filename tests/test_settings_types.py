@@ -23,7 +23,13 @@ def test_every_setting_is_an_attribute_of_its_declared_type() -> None:
 
 
 def test_loaded_values_have_those_types(tmp_path: Path) -> None:
-    flags = {"summary_prompt": str(tmp_path / "p.txt"), "var": ["tone=dry"], "timeout": "5", "stream": True, "exclude": ["*.log"]}
+    flags = {
+        "summary_prompt": str(tmp_path / "p.txt"),
+        "var": ["tone=dry"],
+        "timeout": "5",
+        "stream": True,
+        "exclude": ["*.log"],
+    }
     settings = load_settings(flags, environ={"DOCSUM_TOP_K": "4"})
     python_types = {"str": str, "int": int, "float": float, "bool": bool, "Path": Path}
     for setting in SETTINGS:
@@ -32,7 +38,9 @@ def test_loaded_values_have_those_types(tmp_path: Path) -> None:
             assert setting.annotation.endswith("| None"), setting.name
             continue
         base = setting.kind.value_type
-        assert isinstance(value, list if base.startswith("list[") else tuple if base.startswith("tuple[") else python_types[base]), setting.name
+        assert isinstance(
+            value, list if base.startswith("list[") else tuple if base.startswith("tuple[") else python_types[base]
+        ), setting.name
     assert settings.top_k == 4 and settings.sources["top_k"] == "env DOCSUM_TOP_K"
     assert settings.var == [("tone", "dry")] and settings.summary_prompt == tmp_path / "p.txt"
 

@@ -332,8 +332,10 @@ def test_property_split_tokens(text: str, sizes: tuple[int, int], tok: Tokenizer
         assert words_in_order(words, pieces)
     else:
         # Over-long words are cut by characters; then at least nothing is lost.
-        assert "".join(words) in "".join("".join(p.split()) for p in pieces) or words_in_order(words, pieces) or (
-            set("".join(words)) <= set("".join(pieces))
+        assert (
+            "".join(words) in "".join("".join(p.split()) for p in pieces)
+            or words_in_order(words, pieces)
+            or (set("".join(words)) <= set("".join(pieces)))
         )
 
 

@@ -19,7 +19,17 @@ from helpers import REPO, SAMPLE_DOCS, llm_args, run_cli, subprocess_env
 
 from docsum.models import tokens
 
-HEAVY = ("numpy", "openai", "rich", "docsum.query.evaluate", "tiktoken", "pydantic", "asyncio", "docsum.ingest.discover", "regex")
+HEAVY = (
+    "numpy",
+    "openai",
+    "rich",
+    "docsum.query.evaluate",
+    "tiktoken",
+    "pydantic",
+    "asyncio",
+    "docsum.ingest.discover",
+    "regex",
+)
 
 # Runs one command in a fresh interpreter and reports which heavy modules it loaded.
 PROBE = """
@@ -35,8 +45,13 @@ print(json.dumps(sorted(m for m in {heavy} if m in sys.modules)), file=sys.stder
 
 def loaded(*args: str | Path, home: Path, heavy: tuple[str, ...] = HEAVY) -> list[str]:
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=heavy), *map(str, args)], cwd=REPO, capture_output=True, text=True,
-        env=subprocess_env(DOCSUM_HOME=str(home)), timeout=120, stdin=subprocess.DEVNULL,
+        [sys.executable, "-c", PROBE.format(heavy=heavy), *map(str, args)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(DOCSUM_HOME=str(home)),
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
     return json.loads(proc.stderr.strip().splitlines()[-1])
 
@@ -55,7 +70,10 @@ def test_commands_import_only_what_they_use(sample_store: Path, tmp_path: Path) 
     # typer would coerce every option (--help too) through a pydantic TypeAdapter.
     assert loaded("--help", home=tmp_path) == []
     # --help reads no setting: neither the settings' loader (TOML reader, platform folders) nor SQLite.
-    assert loaded("--help", home=tmp_path, heavy=("docsum.config", "tomllib", "platformdirs", "sqlite3", "docsum.schema")) == []
+    assert (
+        loaded("--help", home=tmp_path, heavy=("docsum.config", "tomllib", "platformdirs", "sqlite3", "docsum.schema"))
+        == []
+    )
     assert loaded("ask", "--help", home=tmp_path) == []
     assert loaded("summaries", "--store", sample_store, home=tmp_path) == []
     # show prints no vector, so it reads none (decoding one loaded numpy).
@@ -64,15 +82,30 @@ def test_commands_import_only_what_they_use(sample_store: Path, tmp_path: Path) 
     assert loaded("config", "show", home=tmp_path) == []
     # An offline question runs a coroutine and touches vectors; it sends no request, and counts its
     # tokens from the rank table without building tiktoken's encoder.
-    assert loaded("ask", question, "--store", sample_store, "--llm", "extractive", home=tmp_path) == ["asyncio", "numpy"]
+    assert loaded("ask", question, "--store", sample_store, "--llm", "extractive", home=tmp_path) == [
+        "asyncio",
+        "numpy",
+    ]
     with FakeOpenAI() as fake:
         # No store: nothing to ask the server, so no client.
-        assert "openai" not in loaded("ask", question, "--store", tmp_path / "none.sqlite", *llm_args(fake), home=tmp_path)
-        assert "openai" in loaded("ask", question, "--store", sample_store, *llm_args(fake), "--embed-model",
-                                  "docsum-lexical-v1", home=tmp_path)
+        assert "openai" not in loaded(
+            "ask", question, "--store", tmp_path / "none.sqlite", *llm_args(fake), home=tmp_path
+        )
+        assert "openai" in loaded(
+            "ask",
+            question,
+            "--store",
+            sample_store,
+            *llm_args(fake),
+            "--embed-model",
+            "docsum-lexical-v1",
+            home=tmp_path,
+        )
 
 
-def test_the_tokenizer_table_is_decoded_once_and_a_damaged_copy_is_not_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_tokenizer_table_is_decoded_once_and_a_damaged_copy_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DOCSUM_HOME", str(tmp_path))
     spec = tokens._SPECS["cl100k_base"]
     cache = tokens._cache_file(spec)
@@ -102,8 +135,15 @@ def test_the_engines_load_their_heavy_parts_when_first_used() -> None:
         "llm.metadata.tokenizer.count('東京は日本の首都です')\n"
         "print(before, counted, 'tiktoken' in sys.modules)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, env=subprocess_env(),
-                          timeout=120, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[] False True"
 
@@ -126,11 +166,31 @@ def test_an_english_question_compiles_no_pattern_it_does_not_use(sample_store: P
     """The LLM's rating parsers, a summary's filing and caption rules and the
     CJK class (3 ms to compile) wait until a command needs them."""
     proc = subprocess.run(
-        [sys.executable, "-c", LAZY_PROBE, "ask", "When did the library reopen after the renovation?", "--store",
-         str(sample_store), "--llm", "extractive"], cwd=REPO, capture_output=True, text=True,
-        env=subprocess_env(DOCSUM_HOME=str(tmp_path)), timeout=120, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-c",
+            LAZY_PROBE,
+            "ask",
+            "When did the library reopen after the renovation?",
+            "--store",
+            str(sample_store),
+            "--llm",
+            "extractive",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=subprocess_env(DOCSUM_HOME=str(tmp_path)),
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
     lazy = json.loads(proc.stderr.strip().splitlines()[-1])
-    for name in ("docsum.query.rating._NEGATION", "docsum.query.rating._FENCE", "docsum.lexical.CJK_CHARACTER",
-                 "docsum.lexical._REGISTRANT", "docsum.models.prose._CAPTION", "docsum.query.synthesizers.refine._META"):
+    for name in (
+        "docsum.query.rating._NEGATION",
+        "docsum.query.rating._FENCE",
+        "docsum.lexical.CJK_CHARACTER",
+        "docsum.lexical._REGISTRANT",
+        "docsum.models.prose._CAPTION",
+        "docsum.query.synthesizers.refine._META",
+    ):
         assert lazy[name] is False, name

@@ -25,22 +25,33 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from docsum.errors import DocsumError, ExitCode, StoreLockedError, StoreVersionError  # noqa: E402
 from docsum.config import load_settings, store_location  # noqa: E402
-from docsum.errors import ConfigError  # noqa: E402
+from docsum.errors import (  # noqa: E402
+    ConfigError,  # noqa: E402
+    DocsumError,
+    ExitCode,
+    StoreLockedError,
+    StoreVersionError,
+)
 from docsum.paths import config_dir, data_dir, docsum_home  # noqa: E402
+from docsum.store import records, sqlite_schema  # noqa: E402
 from docsum.store.base import open_store  # noqa: E402
 from docsum.store.lock import BuildLock  # noqa: E402
 from docsum.store.records import DocumentRecord, NodeRecord, make_doc_id  # noqa: E402
 from docsum.store.sqlite import Store  # noqa: E402
-from docsum.store import records, sqlite_schema  # noqa: E402
 from docsum.store.sqlite_schema import MIGRATIONS  # noqa: E402
 
 ROOT = "/data/docs"
 
 
-def make_doc(path: str, root: str = ROOT, *, summary: str = "a summary", embedding: np.ndarray | None = None,
-             embedding_model: str | None = None) -> DocumentRecord:
+def make_doc(
+    path: str,
+    root: str = ROOT,
+    *,
+    summary: str = "a summary",
+    embedding: np.ndarray | None = None,
+    embedding_model: str | None = None,
+) -> DocumentRecord:
     return DocumentRecord(
         doc_id=make_doc_id(root, path),
         path=path,
@@ -390,7 +401,11 @@ def test_stored_files_are_what_a_build_compares_in_listing_order(store: Store) -
         (d.doc_id, d.root, d.path, d.size, d.mtime_ns, d.sha256, d.split_fingerprint, d.summary_fingerprint)
         for d in store.list_documents()
     ]
-    assert [tuple(f) for f in store.stored_files()] == listed and [f.path for f in store.stored_files()] == ["a/z.txt", "b.txt", "c.txt"]
+    assert [tuple(f) for f in store.stored_files()] == listed and [f.path for f in store.stored_files()] == [
+        "a/z.txt",
+        "b.txt",
+        "c.txt",
+    ]
 
 
 def test_update_embedding_and_summary_matrix(store: Store) -> None:
@@ -561,8 +576,9 @@ def test_runs_and_calls_without_secrets(store: Store) -> None:
 def store_path_bytes(store: Store) -> bytes:
     if not isinstance(store, Store):
         # PostgreSQL: every row of every docsum table, as text.
-        tables = [r[0] for r in store.conn.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'docsum'").fetchall()]
+        tables = [
+            r[0] for r in store.conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'docsum'").fetchall()
+        ]
         rows = [r[0] for t in tables for r in store.conn.execute(f"SELECT t::text FROM docsum.{t} t").fetchall()]
         return "\n".join(rows).encode("utf-8")
     # Committed data may still sit in the WAL; look at both files.

@@ -9,8 +9,8 @@ import asyncio
 import json
 import logging
 import threading
-from collections.abc import Callable
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 from fakeopenai import FakeOpenAI, RecordedRequest, Reply, word_count
@@ -109,7 +109,9 @@ class Counter:
             return Reply(text=f"answer {self.n}", delay=self.delay)
 
 
-def by_first_word(answer: Callable[[str], str], delay: Callable[[str], float] = lambda w: 0.0) -> Callable[[dict[str, Any]], Reply]:
+def by_first_word(
+    answer: Callable[[str], str], delay: Callable[[str], float] = lambda w: 0.0
+) -> Callable[[dict[str, Any]], Reply]:
     """A responder whose reply depends only on the first word of the context,
     so concurrent calls get predictable answers in any arrival order."""
 
@@ -176,7 +178,9 @@ def test_refine_splits_an_oversize_chunk_and_refines_against_the_newest_answer(f
     assert context_of(reqs[0]) == small
     for i, (req, part) in enumerate(zip(reqs[1:], parts), start=1):
         # each piece refines the answer the previous call gave (not a stale one)
-        assert req.messages == REFINE_PROMPT.format_messages(query_str=Q, existing_answer=f"answer {i}", context_msg=part)
+        assert req.messages == REFINE_PROMPT.format_messages(
+            query_str=Q, existing_answer=f"answer {i}", context_msg=part
+        )
         assert fits(llm, req)
 
 
@@ -263,7 +267,9 @@ def test_tree_summarize_level_runs_concurrently_then_one_final_call(fake_llm: Fa
     assert fake_llm.max_inflight > 1
     assert sorted(context_of(r) for r in reqs[:-1]) == sorted(parts)
     level_answers = [f"summary of {p.split()[0]}" for p in parts]
-    assert reqs[-1].messages == TREE_SUMMARIZE_PROMPT.format_messages(context_str="\n\n".join(level_answers), query_str=Q)
+    assert reqs[-1].messages == TREE_SUMMARIZE_PROMPT.format_messages(
+        context_str="\n\n".join(level_answers), query_str=Q
+    )
     assert resp.response == "summary of summary"  # the final context starts with the first part's summary
     assert all(fits(llm, r) for r in reqs)
 
@@ -289,7 +295,9 @@ def test_tree_summarize_recurses_until_one_answer(fake_llm: FakeOpenAI) -> None:
     assert all(fits(llm, r) for r in reqs)
 
 
-def test_tree_summarize_that_cannot_shrink_stops_with_a_warning(fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture) -> None:
+def test_tree_summarize_that_cannot_shrink_stops_with_a_warning(
+    fake_llm: FakeOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
     # A big output budget and answers that use all of it: two answers never fit one part.
     output = 200
     llm = make_llm(fake_llm, num_output=output)
@@ -484,7 +492,9 @@ def test_structured_filtering_nothing_satisfied_says_why(fake_llm: FakeOpenAI) -
 def test_structured_filtering_offline_engine_really_filters() -> None:
     llm = ExtractiveLLM()
     synth = get_response_synthesizer("refine", llm=llm, structured_answer_filtering=True)
-    resp = synth.synthesize("When do bees swarm?", nodes("Trains run late on Sundays.", "Bees swarm in spring when hives are crowded."))
+    resp = synth.synthesize(
+        "When do bees swarm?", nodes("Trains run late on Sundays.", "Bees swarm in spring when hives are crowded.")
+    )
     assert resp.status == ResponseStatus.OK and "spring" in resp.response and "Trains" not in resp.response
     none = synth.synthesize("When do bees swarm?", nodes("Trains run late on Sundays.", "The bakery opens at six."))
     assert none.status == ResponseStatus.NOT_SATISFIED
@@ -627,7 +637,9 @@ def test_concurrent_synthesize_calls_are_accounted_separately(fake_llm: FakeOpen
     synth = get_response_synthesizer("accumulate", llm=llm)
 
     async def run() -> list[Response]:
-        return await asyncio.gather(synth.asynthesize(Q, nodes("a.", "b.")), synth.asynthesize(Q, nodes("c.", "d.", "e.")))
+        return await asyncio.gather(
+            synth.asynthesize(Q, nodes("a.", "b.")), synth.asynthesize(Q, nodes("c.", "d.", "e."))
+        )
 
     first, second = asyncio.run(run())
     assert (first.usage.llm_calls, second.usage.llm_calls) == (2, 3)
@@ -745,5 +757,7 @@ def test_get_response_from_a_running_loop_is_refused() -> None:
 
 def test_metadata_is_not_a_sink_for_source_text() -> None:
     # node text (not metadata) is what reaches the synthesizer
-    resp = get_response_synthesizer("context_only").synthesize(Q, [NodeWithScore(Node("body", doc_id="d", path="p.txt"))])
+    resp = get_response_synthesizer("context_only").synthesize(
+        Q, [NodeWithScore(Node("body", doc_id="d", path="p.txt"))]
+    )
     assert resp.response == "body"

@@ -36,8 +36,12 @@ def test_file_names_and_text_from_documents_cannot_act_on_the_terminal(tmp_path:
     _assert_inert(listed.stdout)
     assert len(listed.stdout.splitlines()) == 2  # one line per file, whatever the name holds
 
-    for args in (["show", "evil\n\x1b[2Jname\x1b]0;title\x07.txt"], ["ask", "What is the hive like?", "--no-stream"],
-                 ["ask", "What is the hive like?", "--stream"], ["ask", "hive", "--mode", "context_only"]):
+    for args in (
+        ["show", "evil\n\x1b[2Jname\x1b]0;title\x07.txt"],
+        ["ask", "What is the hive like?", "--no-stream"],
+        ["ask", "What is the hive like?", "--stream"],
+        ["ask", "hive", "--mode", "context_only"],
+    ):
         result = run_cli(*args, "--store", store)
         assert result.code == 0, (args, result)
         _assert_inert(result.stdout + result.stderr)

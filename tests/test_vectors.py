@@ -6,11 +6,10 @@ has not seen), and it survives crashes, foreign files and read-only folders.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,25 +20,50 @@ from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.models.extractive import ExtractiveLLM
 from docsum.query.corpus import StoreCorpus
 from docsum.query.retrieve import SummaryEntry, retrieve, score_by_embedding, summary_index_text
+from docsum.store import vectors as vectors_mod
 from docsum.store.records import DocumentRecord
 from docsum.store.sqlite import Store
-from docsum.store import vectors as vectors_mod
 from docsum.store.vectors import cache_path_for, load_vectors, refresh_vectors
 
-TOPICS = ["ferry river crossing", "bakery ovens bread", "library renovation books", "orchard apples harvest",
-          "railway timetable trains", "harbour fishing boats", "theatre play rehearsal"]
+TOPICS = [
+    "ferry river crossing",
+    "bakery ovens bread",
+    "library renovation books",
+    "orchard apples harvest",
+    "railway timetable trains",
+    "harbour fishing boats",
+    "theatre play rehearsal",
+]
 
 
-def make_doc(i: int, summary: str, vector: np.ndarray | None, model: str | None = LEXICAL_EMBED_MODEL) -> DocumentRecord:
+def make_doc(
+    i: int, summary: str, vector: np.ndarray | None, model: str | None = LEXICAL_EMBED_MODEL
+) -> DocumentRecord:
     return DocumentRecord(
-        f"doc{i:05d}", f"notes/{i:05d}.txt", "/data", 10, 1, "0" * 64, "", "text", 5, None, "s", "f",
-        summary, "extractive", vector, model,
+        f"doc{i:05d}",
+        f"notes/{i:05d}.txt",
+        "/data",
+        10,
+        1,
+        "0" * 64,
+        "",
+        "text",
+        5,
+        None,
+        "s",
+        "f",
+        summary,
+        "extractive",
+        vector,
+        model,
     )
 
 
 def fill(store: Store, count: int, start: int = 0) -> None:
     summaries = [f"Note {i} about {TOPICS[i % len(TOPICS)]} number {i}." for i in range(start, start + count)]
-    vectors = lexical_vectors([summary_index_text(f"notes/{i:05d}.txt", "", s) for i, s in zip(range(start, start + count), summaries)])
+    vectors = lexical_vectors(
+        [summary_index_text(f"notes/{i:05d}.txt", "", s) for i, s in zip(range(start, start + count), summaries)]
+    )
     for i, summary, vector in zip(range(start, start + count), summaries, vectors):
         store.put_document(make_doc(i, summary, vector), [])
 
@@ -174,7 +198,9 @@ def test_a_question_reads_summaries_only_of_the_documents_it_keeps(tmp_path: Pat
         assert isinstance(store, CountingStore)
         store.read, store.listed = [], 0
         corpus = StoreCorpus.beside(store)
-        found = asyncio.run(retrieve(retriever, ExtractiveLLM(), "railway trains", corpus, top_k=3, candidates=12, keep=30))
+        found = asyncio.run(
+            retrieve(retriever, ExtractiveLLM(), "railway trains", corpus, top_k=3, candidates=12, keep=30)
+        )
         assert found.chosen and all("railway" in c.summary for c in found.chosen)
         assert store.listed == 0 and len(set(store.read)) <= 30
         assert len(found.candidates) <= 30
@@ -200,9 +226,27 @@ def test_ask_in_a_read_only_folder_keeps_the_vectors_in_memory(shared_dir: Path)
     folder.chmod(0o555)
     try:
         proc = subprocess.run(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "cli.main", "ask",
-             "When did the library reopen after the renovation?", "--store", str(store), "--llm", "extractive", "--json"],
-            cwd=REPO, env=subprocess_env(DOCSUM_HOME=str(tmp_path / "nobody-home")), capture_output=True, text=True, timeout=120,
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                sys.executable,
+                "-m",
+                "cli.main",
+                "ask",
+                "When did the library reopen after the renovation?",
+                "--store",
+                str(store),
+                "--llm",
+                "extractive",
+                "--json",
+            ],
+            cwd=REPO,
+            env=subprocess_env(DOCSUM_HOME=str(tmp_path / "nobody-home")),
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     finally:
         folder.chmod(0o755)
@@ -255,7 +299,10 @@ class StreamingSource:
 def change_batches(count: int, per_batch: int, dim: int = 32) -> list[list[vectors_mod.VectorChange]]:
     rng = np.random.default_rng(count)
     return [
-        [vectors_mod.VectorChange(f"d{i}", rng.random(dim, dtype=np.float32), "m") for i in range(s, min(s + per_batch, count))]
+        [
+            vectors_mod.VectorChange(f"d{i}", rng.random(dim, dtype=np.float32), "m")
+            for i in range(s, min(s + per_batch, count))
+        ]
         for s in range(0, count, per_batch)
     ]
 

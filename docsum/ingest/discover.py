@@ -182,7 +182,9 @@ class _Walker:
         self.errors.append(LoadError(shown, reason))
         self.protected.append(shown)
 
-    def add_file(self, path: Path, root: Path, relpath: str, resolved: str, via_symlink: bool, st: os.stat_result) -> None:
+    def add_file(
+        self, path: Path, root: Path, relpath: str, resolved: str, via_symlink: bool, st: os.stat_result
+    ) -> None:
         if kind_for(relpath) is None:
             self.skip(relpath, "unsupported")
             return
@@ -368,7 +370,9 @@ def discover(paths: list[Path], follow_symlinks: bool = False, exclude: list[str
     # with a backslash): real names first, so the stand-in is the one refused.
     for cand in sorted(chosen.values(), key=lambda c: (str(c.path) != printable_name(str(c.path)), c.relpath)):
         if (str(cand.root), cand.relpath) in keys:
-            walker.errors.append(LoadError(cand.relpath, "file name is not valid UTF-8 and its printable form is taken by another file"))
+            walker.errors.append(
+                LoadError(cand.relpath, "file name is not valid UTF-8 and its printable form is taken by another file")
+            )
             continue
         keys.add((str(cand.root), cand.relpath))
         files.append(FoundFile(cand.path, cand.root, cand.relpath, cand.stat))

@@ -12,9 +12,9 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from docsum.errors import LoadError, one_line, os_reason
 from docsum.ingest.discover import printable_name
@@ -90,7 +90,11 @@ def read_once(path: Path, inside: Path | None = None) -> FileContent:
         for _ in range(_READ_ATTEMPTS):
             data = _read_all(fd)
             after = os.fstat(fd)
-            if (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (len(data), before.st_mtime_ns, before.st_ctime_ns):
+            if (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (
+                len(data),
+                before.st_mtime_ns,
+                before.st_ctime_ns,
+            ):
                 return FileContent(data, hashlib.sha256(data).hexdigest(), len(data), after.st_mtime_ns)
             before = after
         raise LoadError(label, "the file kept changing while it was read; the next build tries again")

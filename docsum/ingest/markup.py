@@ -30,12 +30,39 @@ _NON_CONTENT = frozenset(
     {"script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "head", "nav", "button", "select"}
 )
 # Elements that start a new paragraph-like block.
-_BLOCKS = frozenset({
-    "p", "div", "section", "article", "main", "header", "footer", "aside", "blockquote", "pre",
-    "ul", "ol", "dl", "table", "caption", "figure", "figcaption", "form",
-    "fieldset", "address", "details", "summary", "hr",
-    "h1", "h2", "h3", "h4", "h5", "h6",
-})
+_BLOCKS = frozenset(
+    {
+        "p",
+        "div",
+        "section",
+        "article",
+        "main",
+        "header",
+        "footer",
+        "aside",
+        "blockquote",
+        "pre",
+        "ul",
+        "ol",
+        "dl",
+        "table",
+        "caption",
+        "figure",
+        "figcaption",
+        "form",
+        "fieldset",
+        "address",
+        "details",
+        "summary",
+        "hr",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+    }
+)
 # Elements that are one line of an enclosing block (list items).
 _LINES = frozenset({"li", "dt", "dd"})
 _EMPTY_ITEMS = frozenset({"-", "#", "##", "###", "####", "#####", "######"})

@@ -126,16 +126,24 @@ class TextCache:
         try:
             raw = json.loads(gzip.decompress(self._entry(sha256, path).read_bytes()))
             doc = LoadedDocument(
-                text=raw["text"], page_starts=raw["page_starts"], title=raw["title"], kind=raw["kind"],
-                warnings=raw["warnings"], extractor=raw["extractor"],
+                text=raw["text"],
+                page_starts=raw["page_starts"],
+                title=raw["title"],
+                kind=raw["kind"],
+                warnings=raw["warnings"],
+                extractor=raw["extractor"],
             )
         except (OSError, ValueError, KeyError, TypeError, EOFError):
             return None
         if not (
-            isinstance(doc.text, str) and isinstance(doc.title, str) and isinstance(doc.kind, str)
+            isinstance(doc.text, str)
+            and isinstance(doc.title, str)
+            and isinstance(doc.kind, str)
             and isinstance(doc.extractor, str)
-            and isinstance(doc.page_starts, list) and all(type(p) is int for p in doc.page_starts)
-            and isinstance(doc.warnings, list) and all(isinstance(w, str) for w in doc.warnings)
+            and isinstance(doc.page_starts, list)
+            and all(type(p) is int for p in doc.page_starts)
+            and isinstance(doc.warnings, list)
+            and all(isinstance(w, str) for w in doc.warnings)
         ):
             return None
         with contextlib.suppress(OSError):
@@ -236,7 +244,12 @@ class _Worker:
 class ParsePool:
     """Up to ``jobs`` files parsed at once, each in a worker process."""
 
-    def __init__(self, jobs: int | None = None, timeout_s: float = default("parse_timeout"), memory_mb: int = default("parse_memory")) -> None:
+    def __init__(
+        self,
+        jobs: int | None = None,
+        timeout_s: float = default("parse_timeout"),
+        memory_mb: int = default("parse_memory"),
+    ) -> None:
         self.jobs = max(1, jobs or default_jobs())
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
@@ -306,7 +319,9 @@ class ParsePool:
         except (EOFError, OSError):
             worker.process.join(timeout=5)
             if starting:
-                raise LoadError(name, f"not read: the reader process failed to start (exit code {worker.process.exitcode})") from None
+                raise LoadError(
+                    name, f"not read: the reader process failed to start (exit code {worker.process.exitcode})"
+                ) from None
             raise LoadError(name, _death_reason(worker.process.exitcode, self.memory_mb)) from None
         if not (isinstance(reply, tuple) and len(reply) == 2):
             raise LoadError(name, "the reader process sent a malformed reply")
@@ -358,4 +373,3 @@ def _death_reason(exitcode: int | None, memory_mb: int) -> str:
             name = f"signal {-exitcode}"
         return f"the reader crashed ({name}); the file may need more than {memory_mb} MB of memory or be malformed"
     return f"the reader process ended unexpectedly (exit code {exitcode})"
-

@@ -123,10 +123,13 @@ def _page_by_page(path: Path, engines: list[PdfPages]) -> LoadedDocument | None:
     if unreadable:
         from docsum.query.citations import page_ranges
 
-        chosen.warnings.insert(0, (
-            f"only part of the text could be read: {page_ranges(unreadable)} of {total} came out as glyph codes "
-            "or symbols (a broken font encoding) and are left empty"
-        ))
+        chosen.warnings.insert(
+            0,
+            (
+                f"only part of the text could be read: {page_ranges(unreadable)} of {total} came out as glyph codes "
+                "or symbols (a broken font encoding) and are left empty"
+            ),
+        )
     return _document(path, chosen, EXTRACTOR_PDFIUM if main == 0 else EXTRACTOR_PYPDF)
 
 
@@ -166,8 +169,10 @@ def load_pdf(path: Path, data: bytes) -> LoadedDocument:
         mixed = _page_by_page(path, [pdfium, fallback])
         if mixed is not None:
             return mixed
-    if pdfium is not None and pdfium_problem == "garbled" and (
-        not _has_text(fallback.texts) or fallback.garbled >= pdfium.garbled
+    if (
+        pdfium is not None
+        and pdfium_problem == "garbled"
+        and (not _has_text(fallback.texts) or fallback.garbled >= pdfium.garbled)
     ):
         return _document(path, pdfium, EXTRACTOR_PDFIUM)
     if not _has_text(fallback.texts):

@@ -448,7 +448,7 @@ def iter_split_tokens(text: str, chunk_size: int, chunk_overlap: int, tokenizer:
         if not final and len(pieces) < 2:
             window *= 2  # a window must hold at least one finished piece
             continue
-        for s, e, piece, _ in pieces if final else pieces[:-1]:
+        for _s, e, piece, _ in pieces if final else pieces[:-1]:
             if pos + e > last_end:
                 last_end = pos + e
                 yield piece

@@ -28,8 +28,15 @@ MAX_MIXED_WORD_SHARE = 0.25
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 # Scripts that share words in real text: Japanese mixes kanji and kana,
 # Korean may mix hangul and hanja.
-_SCRIPT_FAMILY = {"CJK": "CJK", "HIRAGANA": "CJK", "KATAKANA": "CJK", "HANGUL": "CJK", "IDEOGRAPHIC": "CJK",
-                  "HALFWIDTH": "CJK", "FULLWIDTH": "CJK"}
+_SCRIPT_FAMILY = {
+    "CJK": "CJK",
+    "HIRAGANA": "CJK",
+    "KATAKANA": "CJK",
+    "HANGUL": "CJK",
+    "IDEOGRAPHIC": "CJK",
+    "HALFWIDTH": "CJK",
+    "FULLWIDTH": "CJK",
+}
 
 
 @functools.cache  # a build asks for every letter of every document: a few thousand distinct ones
@@ -70,7 +77,9 @@ def garbage_reason(text: str) -> str | None:
             return f"{UNREADABLE}: mostly scattered letters or glyph codes ({real / len(words):.0%} of its words are longer than one letter): a broken font encoding or a scan without text"
     long_words = [w for w in words if len(w) >= 2]
     if long_words and not ascii_only:
-        mixed = sum(1 for w in long_words if len({_script(c) for c in w if c.isalpha()} - {"MODIFIER", "COMBINING"}) > 1)
+        mixed = sum(
+            1 for w in long_words if len({_script(c) for c in w if c.isalpha()} - {"MODIFIER", "COMBINING"}) > 1
+        )
         if mixed / len(long_words) > MAX_MIXED_WORD_SHARE:
             return (
                 f"{UNREADABLE}: mojibake ({mixed / len(long_words):.0%} of its words mix letters of unrelated scripts): "

@@ -33,8 +33,8 @@ import re
 import struct
 import unicodedata
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 _MAGIC = b"docsum-bpe-ranks-1\n"
 _HEADER = struct.Struct("<19sII")  # magic, slot count, crc32 of everything after the header
@@ -53,7 +53,11 @@ _MAX_TOKEN_BYTES = 255  # the length field's size; the longest cl100k or o200k t
 # miscellaneous symbols (bullets, check boxes). A test compares every one of
 # them with tiktoken in many contexts.
 COUNTED_BLOCKS: tuple[tuple[int, int], ...] = (
-    (0x0000, 0x04FF), (0x2000, 0x206F), (0x20A0, 0x20BF), (0x2100, 0x23FF), (0x2460, 0x26FF),
+    (0x0000, 0x04FF),
+    (0x2000, 0x206F),
+    (0x20A0, 0x20BF),
+    (0x2100, 0x23FF),
+    (0x2460, 0x26FF),
 )
 _OTHER_CHARACTER = re.compile(
     "[^" + "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in COUNTED_BLOCKS) + "]"
@@ -92,7 +96,7 @@ class RankTable:
         magic, slots, checksum = _HEADER.unpack_from(data, 0)
         if magic != _MAGIC or slots & (slots - 1) or len(data) < _HEADER.size + slots * _SLOT.size:
             raise ValueError("not a rank table")
-        if zlib.crc32(memoryview(data)[_HEADER.size:]) != checksum:
+        if zlib.crc32(memoryview(data)[_HEADER.size :]) != checksum:
             raise ValueError("damaged")
         self._data = data
         self._mask = slots - 1
@@ -115,7 +119,7 @@ class RankTable:
                 return None
             if packed & 0xFF == size:
                 start = blob + (packed >> 8)
-                if data[start:start + size] == token:
+                if data[start : start + size] == token:
                     return rank
             slot = (slot + 1) & mask
 
@@ -133,7 +137,7 @@ def merged_parts(piece: bytes, rank: Callable[[bytes], int | None]) -> int:
 
     def joined(i: int) -> int:
         if i + 2 < len(bounds):
-            found = rank(piece[bounds[i]:bounds[i + 2]])
+            found = rank(piece[bounds[i] : bounds[i + 2]])
             return never if found is None else found
         return never
 
@@ -186,7 +190,7 @@ def stdlib_pattern(pat_str: str) -> str:
     while i < len(pat_str):
         char = pat_str[i]
         if char == "\\":
-            escape = pat_str[i:i + 2]
+            escape = pat_str[i : i + 2]
             found = _PROPERTY.match(pat_str, i)
             if found:
                 inside, i = _property_class(found.group(1)), found.end()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator
 
 from docsum.schema import CallRecord
 

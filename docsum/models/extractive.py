@@ -13,28 +13,29 @@ import math
 import re
 import time
 from collections import Counter
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import numpy as np
 
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
-from docsum.models.prose import informative_bonus, is_opening, is_reference, opening, without_figures_and_tables
-from docsum.query.abstain import ABSTENTION_TEXT, name_terms, says_cannot_answer
-from docsum.query.citations import markers_in, split_numbered, strip_markers, with_marker
 from docsum.models.prompts import (
     KIND_CHOICE_SELECT,
     KIND_COMPRESS,
+    KIND_DOCUMENT_SUMMARY,
     KIND_JUDGE,
     KIND_POLISH,
     KIND_REFINE,
     KIND_RERANK,
-    KIND_DOCUMENT_SUMMARY,
     NO_OUTPUT,
     PromptTemplate,
 )
+from docsum.models.prose import informative_bonus, is_opening, is_reference, opening, without_figures_and_tables
 from docsum.models.tokens import tokenizer_for_model
+from docsum.query.abstain import ABSTENTION_TEXT, name_terms, says_cannot_answer
+from docsum.query.citations import markers_in, split_numbered, strip_markers, with_marker
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, Limits
 
@@ -48,7 +49,10 @@ class ExtractiveLLM(LLM):
     version = "10"
 
     def __init__(
-        self, context_window: int | None = None, num_output: int | None = None, limits: Limits = DEFAULT_LIMITS,
+        self,
+        context_window: int | None = None,
+        num_output: int | None = None,
+        limits: Limits = DEFAULT_LIMITS,
         embed_model: str = LEXICAL_EMBED_MODEL,
     ) -> None:
         metadata = LLMMetadata(
@@ -72,7 +76,14 @@ class ExtractiveLLM(LLM):
         tok = self.metadata.tokenizer
         prompt_tokens = self.count_messages(template.format_messages(**filled))
         self.record(
-            CallRecord(template.kind, self.metadata.model, prompt_tokens, tok.count(text), time.monotonic() - started, counted_locally=True)
+            CallRecord(
+                template.kind,
+                self.metadata.model,
+                prompt_tokens,
+                tok.count(text),
+                time.monotonic() - started,
+                counted_locally=True,
+            )
         )
         return text
 
@@ -198,7 +209,9 @@ class ExtractiveLLM(LLM):
             new = [s for s in new if q & set(terms(s))]
             if not new:
                 return existing
-        chosen = _select(query, old + new, self.metadata.num_output, self.metadata.tokenizer, prefer=len(old), focused=True)
+        chosen = _select(
+            query, old + new, self.metadata.num_output, self.metadata.tokenizer, prefer=len(old), focused=True
+        )
         if {text for _, text in chosen} <= set(old):
             return existing  # the new material adds nothing better: keep the answer as it was
         return _join(with_marker(text, marks.get(text)) for _, text in chosen)
@@ -318,7 +331,12 @@ def _join(units: Any) -> str:
 
 
 def _select(
-    query: str, candidates: list[str], budget: int, tokenizer: Any, prefer: int = 0, focused: bool = False,
+    query: str,
+    candidates: list[str],
+    budget: int,
+    tokenizer: Any,
+    prefer: int = 0,
+    focused: bool = False,
     informative: bool = False,
 ) -> list[tuple[int, str]]:
     """Pick sentences by query relevance plus centrality, without near-repeats,

@@ -44,8 +44,9 @@ import logging
 import re
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, Callable, Sequence
+from typing import Any
 
 log = logging.getLogger("docsum")
 
@@ -82,7 +83,11 @@ class InitShape:
         submodules: set[str] = set()
         bound: dict[str, int] = {}
         for node in tree.body:
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            if (
+                isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
                 continue
             if isinstance(node, ast.ImportFrom) and node.module == "__future__" and node.level == 0:
                 continue
@@ -249,7 +254,9 @@ class DeferredPackageFinder(importlib.abc.MetaPathFinder):
     def __init__(self, prefixes: tuple[str, ...] = DEFERRED_PREFIXES) -> None:
         self.prefixes = prefixes
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if not any(fullname == p or fullname.startswith(p + ".") for p in self.prefixes):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)

@@ -15,8 +15,9 @@ from __future__ import annotations
 import abc
 import asyncio
 import weakref
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from docsum.models.calls import closing_stream, recording_calls, to_active_scopes, track_calls
 from docsum.models.prompts import PromptTemplate
@@ -28,9 +29,20 @@ if TYPE_CHECKING:  # numpy loads with the first vector, not with the interface
     import numpy as np
 
 __all__ = [
-    "DEFAULT_CONTEXT_WINDOW", "DEFAULT_NUM_OUTPUT", "KNOWN_CONTEXT_WINDOWS", "KNOWN_PRICES", "LLM", "LLMMetadata",
-    "OVERRUN_FACTOR", "PER_MESSAGE_TOKENS", "REPLY_PRIMER_TOKENS", "closing_stream", "context_window_for",
-    "estimated_cost", "recording_calls", "track_calls",
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_NUM_OUTPUT",
+    "KNOWN_CONTEXT_WINDOWS",
+    "KNOWN_PRICES",
+    "LLM",
+    "LLMMetadata",
+    "OVERRUN_FACTOR",
+    "PER_MESSAGE_TOKENS",
+    "REPLY_PRIMER_TOKENS",
+    "closing_stream",
+    "context_window_for",
+    "estimated_cost",
+    "recording_calls",
+    "track_calls",
 ]
 
 DEFAULT_CONTEXT_WINDOW = FALLBACK_CONTEXT_WINDOW

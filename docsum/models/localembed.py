@@ -122,9 +122,13 @@ class LocalEmbedder:
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise ConfigError(f"{path}: cannot read the local embedding model ({exc.strerror or exc}); {_INSTALL_HINT}") from exc
+            raise ConfigError(
+                f"{path}: cannot read the local embedding model ({exc.strerror or exc}); {_INSTALL_HINT}"
+            ) from exc
         if _sha256(data) != WEIGHTS_SHA256:
-            raise ConfigError(f"{path}: the local embedding model's sha256 does not match {WEIGHTS_DISTRIBUTION} {WEIGHTS_VERSION}; reinstall it")
+            raise ConfigError(
+                f"{path}: the local embedding model's sha256 does not match {WEIGHTS_DISTRIBUTION} {WEIGHTS_VERSION}; reinstall it"
+            )
         return path
 
     def embed(self, texts: list[str]) -> np.ndarray:

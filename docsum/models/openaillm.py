@@ -24,7 +24,8 @@ import re
 import time
 import urllib.parse
 import weakref
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from docsum.errors import ConfigError, ContextLengthError, LLMError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
@@ -70,8 +71,15 @@ def openai_module() -> Any:
 
 
 def _names_docsum_reads(openai: Any) -> None:
-    for name in ("AsyncOpenAI", "AsyncStream", "OpenAIError", "APIStatusError", "APITimeoutError",
-                 "APIConnectionError", "BadRequestError"):
+    for name in (
+        "AsyncOpenAI",
+        "AsyncStream",
+        "OpenAIError",
+        "APIStatusError",
+        "APITimeoutError",
+        "APIConnectionError",
+        "BadRequestError",
+    ):
         getattr(openai, name)
 
 
@@ -185,7 +193,9 @@ class OpenAILLM(LLM):
                 )
             return LLMError(f"LLM server {self._where()} answered {exc.status_code}: {message}", status=exc.status_code)
         if isinstance(exc, openai.APITimeoutError):
-            return LLMError(f"LLM server {self._where()} timed out after {self.timeout:g}s (retried {self.max_retries}x)")
+            return LLMError(
+                f"LLM server {self._where()} timed out after {self.timeout:g}s (retried {self.max_retries}x)"
+            )
         if isinstance(exc, openai.APIConnectionError):
             cause = one_line(self._redact(str(exc.__cause__ or exc)))
             if broke_off(exc.__cause__):
@@ -194,7 +204,9 @@ class OpenAILLM(LLM):
                 return LLMError(f"connection to LLM server {self._where()} broke off mid-response: {cause}")
             return LLMError(f"cannot reach LLM server {self._where()}: {cause}")
         if isinstance(exc, ValueError):  # a body that is not JSON (json.JSONDecodeError)
-            return LLMError(f"LLM server {self._where()} sent a malformed response (not JSON: {one_line(self._redact(str(exc)))})")
+            return LLMError(
+                f"LLM server {self._where()} sent a malformed response (not JSON: {one_line(self._redact(str(exc)))})"
+            )
         return LLMError(f"LLM request failed: {one_line(self._redact(str(exc)))}")
 
     async def apredict(self, template: PromptTemplate, *, json_mode: bool = False, **values: Any) -> str:
@@ -233,7 +245,11 @@ class OpenAILLM(LLM):
             return text
         log.warning(
             "the %s reply from %s ran past %d tokens (max_tokens is %d); kept its first %d tokens",
-            kind, self._where(), limit, self.metadata.num_output, limit,
+            kind,
+            self._where(),
+            limit,
+            self.metadata.num_output,
+            limit,
         )
         return self.metadata.tokenizer.decode(ids[:limit])
 
@@ -269,8 +285,14 @@ class OpenAILLM(LLM):
             # The package's SSE reader (error events, [DONE], transport errors
             # as APIConnectionError/APITimeoutError) with each chunk's JSON
             # handed over as it is: `object` means no model is built.
-            return await self._client().post("/chat/completions", body=params, options=request_options(), cast_to=object,
-                                     stream=True, stream_cls=chunk_stream_class())
+            return await self._client().post(
+                "/chat/completions",
+                body=params,
+                options=request_options(),
+                cast_to=object,
+                stream=True,
+                stream_cls=chunk_stream_class(),
+            )
         return await self._post_json("/chat/completions", params)
 
     async def _post_json(self, path: str, body: dict[str, Any]) -> Any:
@@ -336,7 +358,10 @@ class OpenAILLM(LLM):
                     if received > limit:
                         log.warning(
                             "the %s reply from %s ran past %d tokens (max_tokens is %d); the rest was not read",
-                            template.kind, self._where(), limit, self.metadata.num_output,
+                            template.kind,
+                            self._where(),
+                            limit,
+                            self.metadata.num_output,
                         )
                         break
                 if chunks == 0:
@@ -377,7 +402,9 @@ class OpenAILLM(LLM):
                         f"(DOCSUM_TIMEOUT) after {len(parts)} pieces"
                     ) from None
                 raise self._scrub(
-                    LLMError(f"stream from {self._where()} broke off: {one_line(self._redact(str(exc))) or type(exc).__name__}")
+                    LLMError(
+                        f"stream from {self._where()} broke off: {one_line(self._redact(str(exc))) or type(exc).__name__}"
+                    )
                 ) from None
         self._record_usage(template.kind, messages, "".join(parts), usage, time.monotonic() - started)
 
@@ -401,12 +428,16 @@ class OpenAILLM(LLM):
                 try:
                     reply = await self._post_json("/embeddings", body)
                 except (openai.OpenAIError, ValueError) as exc:
-                    self.record(CallRecord("embed", self.metadata.embed_model, 0, 0, time.monotonic() - began, ok=False))
+                    self.record(
+                        CallRecord("embed", self.metadata.embed_model, 0, 0, time.monotonic() - began, ok=False)
+                    )
                     raise self._translate(exc) from None
             try:
                 vectors = embedding_rows(reply)
             except ValueError:
-                raise LLMError(f"embedding server {self._where()} sent a malformed response (no list of vectors)") from None
+                raise LLMError(
+                    f"embedding server {self._where()} sent a malformed response (no list of vectors)"
+                ) from None
             if not all(np.isfinite(v).all() for v in vectors):
                 # One NaN would poison every similarity computed against it.
                 raise LLMError(f"embedding server {self._where()} sent vectors with NaN or infinite values")

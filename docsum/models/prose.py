@@ -135,7 +135,9 @@ _SENTENCE_DONE = re.compile(r"[.!?]['\")\]]?\s*$")
 _NUMBERED_HEADING = re.compile(r"^\s*\d+(?:\.\d+)*\.?\s+\S")
 # A bibliography entry: no summary quotes one.
 _REFERENCE = LazyPattern(r"\bIn Proceedings of\b|\bpp?\.\s*\d+\s*[–-]\s*\d+|\bpages\s+\d+\s*[–-]\s*\d+", re.IGNORECASE)
-_REFERENCES_HEADING = LazyPattern(r"^\s*(?:\d+\.?\s*)?(?:references|bibliography|literatur(?:verzeichnis)?|works cited)\s*$", re.IGNORECASE)
+_REFERENCES_HEADING = LazyPattern(
+    r"^\s*(?:\d+\.?\s*)?(?:references|bibliography|literatur(?:verzeichnis)?|works cited)\s*$", re.IGNORECASE
+)
 
 
 def _is_label_line(line: str, most_words: int = MAX_LABEL_WORDS) -> bool:
@@ -158,7 +160,9 @@ def without_figures_and_tables(text: str) -> str:
     lines = text.split("\n")
     # A running header or footer: the same short line on page after page
     # (page numbers aside).
-    seen = Counter(_DIGITS.sub("#", " ".join(line.split())) for line in lines if 0 < len(line.split()) <= MAX_RUNNING_WORDS)
+    seen = Counter(
+        _DIGITS.sub("#", " ".join(line.split())) for line in lines if 0 < len(line.split()) <= MAX_RUNNING_WORDS
+    )
     drop = [seen.get(_DIGITS.sub("#", " ".join(line.split())), 0) >= MIN_RUNNING_REPEATS for line in lines]
     for i, line in enumerate(lines):
         if _REFERENCES_HEADING.match(line):

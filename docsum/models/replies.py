@@ -88,7 +88,9 @@ def embedding_rows(reply: Any) -> list[np.ndarray]:
         try:
             if isinstance(value, str):
                 row = np.frombuffer(base64.b64decode(value, validate=True), dtype="<f4").astype(np.float32)
-            elif isinstance(value, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+            elif isinstance(value, list) and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in value
+            ):
                 row = np.asarray(value, dtype=np.float32)
             else:
                 raise ValueError("a vector that is not a list of numbers")
@@ -140,7 +142,8 @@ def is_context_error(exc: Exception) -> bool:
         return False
     lowered = error_message(exc).lower()
     return bool(
-        "context" in lowered and ("length" in lowered or "window" in lowered)
+        "context" in lowered
+        and ("length" in lowered or "window" in lowered)
         or "maximum context" in lowered
         or "too many tokens" in lowered
         or getattr(exc, "code", None) == "context_length_exceeded"

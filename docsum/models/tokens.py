@@ -178,7 +178,7 @@ EXACT_COUNTER_MAX_CHARS = 1_000_000
 _built: set[str] = set()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def exact_counter(name: str) -> ExactCounter:
     """Counts of encoding `name` without tiktoken's encoder, from the rank
     table file in the cache directory (made from the bundled table the first
@@ -201,9 +201,7 @@ def _decode_ranks(spec: _Spec) -> dict[bytes, int]:
     digest = hashlib.sha256(raw).hexdigest()
     if digest != spec.sha256:
         # A damaged install would otherwise produce silently wrong counts.
-        raise RuntimeError(
-            f"bundled tokenizer table {spec.filename} is corrupt (sha256 {digest}); reinstall docsum"
-        )
+        raise RuntimeError(f"bundled tokenizer table {spec.filename} is corrupt (sha256 {digest}); reinstall docsum")
     ranks: dict[bytes, int] = {}
     for line in raw.splitlines():
         if not line:
@@ -213,7 +211,7 @@ def _decode_ranks(spec: _Spec) -> dict[bytes, int]:
     return ranks
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_encoding(name: str) -> tiktoken.Encoding:
     """Return the bundled encoding ``name`` ("cl100k_base" or "o200k_base").
 

@@ -5,7 +5,8 @@ fills memory with its reply."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from docsum.settings import Limits
 
@@ -40,12 +41,15 @@ def deadline_client(seconds: float, limits: Limits) -> Any:
                 except StopAsyncIteration:
                     return
                 except TimeoutError:
-                    raise httpx2.ReadTimeout(f"no complete response within {seconds:g}s", request=self.request) from None
+                    raise httpx2.ReadTimeout(
+                        f"no complete response within {seconds:g}s", request=self.request
+                    ) from None
                 received += len(chunk)
                 if received > MAX_REPLY_BYTES:
                     raise httpx2.RemoteProtocolError(
                         f"the reply passed {MAX_REPLY_BYTES // 2**20} MiB, more than any answer docsum asks for; "
-                        "the rest was not read", request=self.request,
+                        "the rest was not read",
+                        request=self.request,
                     )
                 yield chunk
 

@@ -26,7 +26,6 @@ from docsum.lexical import LEXICAL_EMBED_MODEL, STOPWORDS, terms
 from docsum.models.localembed import LOCAL_EMBED_MODEL
 from docsum.models.prompts import ABSTENTION_TEXT
 
-
 # Relevance floors, per retriever and scorer: a document below its floor is
 # never handed on, so --top-k is a maximum, not a quota. Calibrated on the SEC
 # 10-Q and MuSiQue question sets together (bench/RESULTS.md, section 10):
@@ -212,7 +211,13 @@ def _names_of(question: str) -> tuple[list[str], set[str]]:
             close()
             if len(word) >= 2 or word.isdigit():
                 key = _key(word)
-                if figure_at == last_end and re.fullmatch(r"[ \t]+", gap) and out and _PERIOD.match(out[-1].split(" ")[-1]) and _PERIOD.match(key):
+                if (
+                    figure_at == last_end
+                    and re.fullmatch(r"[ \t]+", gap)
+                    and out
+                    and _PERIOD.match(out[-1].split(" ")[-1])
+                    and _PERIOD.match(key)
+                ):
                     out[-1] = f"{out[-1]} {key}"  # "Q3 2023" is one period, not "Q3" and "2023"
                 elif key not in out:
                     out.append(key)
@@ -240,7 +245,12 @@ MIN_MENTIONS = 2
 def name_terms(question: str) -> set[str]:
     """The lexical terms (docsum.lexical.terms) of the question's names."""
     keys = {part for name in question_names(question) for part in name.split(" ")}
-    return {t for m in _TOKEN.finditer(question) if _key(re.sub(r"['’]s$", "", m.group(0))) in keys for t in terms(m.group(0))}
+    return {
+        t
+        for m in _TOKEN.finditer(question)
+        if _key(re.sub(r"['’]s$", "", m.group(0))) in keys
+        for t in terms(m.group(0))
+    }
 
 
 # "the third quarter of 2023" names the period "Q3 2023" does.
@@ -301,7 +311,9 @@ class DocumentKeys:
         least once every WORDS_PER_MENTION words."""
         if self.name.has_all(name) or (self.summary.count(name) and not is_figure(name)):
             return True
-        if all(_PERIOD.match(part) for part in name.split(" ")) and any(_PERIOD.match(word) for word in self.name.words):
+        if all(_PERIOD.match(part) for part in name.split(" ")) and any(
+            _PERIOD.match(word) for word in self.name.words
+        ):
             # A file named for its period (2023_Q3_INTC.txt) is about that
             # period, however often it compares itself with Q3 2022.
             return False

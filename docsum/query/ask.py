@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, TypeVar
 
 from docsum.errors import ConfigError, ContextLengthError, DocsumError, LLMError
 from docsum.models.llm import LLM, closing_stream, recording_calls, track_calls
@@ -99,11 +100,15 @@ async def _ask_in(
 ) -> AskResult:
     if opened is None:
         where = display_location(store_path)
-        return _empty(question, options, f"no store at {where}; run `docsum build PATH` first", engine=llm.metadata.engine)
+        return _empty(
+            question, options, f"no store at {where}; run `docsum build PATH` first", engine=llm.metadata.engine
+        )
     store, whole = opened
     corpus: SummaryCorpus = whole
     if not corpus.size():
-        return _empty(question, options, "the store has no documents; run `docsum build PATH` first", engine=llm.metadata.engine)
+        return _empty(
+            question, options, "the store has no documents; run `docsum build PATH` first", engine=llm.metadata.engine
+        )
     if options.hidden_doc_ids:
         corpus = HiddenDocuments(corpus, options.hidden_doc_ids)
     with track_calls() as calls:
@@ -142,7 +147,9 @@ async def ask_many(
                 say = (lambda msg: explain(item, msg)) if explain is not None else None
                 try:
                     question = room.check(item.text)
-                    result: AskResult | DocsumError = await _ask_in(opened, store_path, llm, question, options, synth, say)
+                    result: AskResult | DocsumError = await _ask_in(
+                        opened, store_path, llm, question, options, synth, say
+                    )
                 except (LLMError, ConfigError) as exc:
                     result = exc
                 on_answer(item, result)
@@ -172,7 +179,13 @@ class _Run:
     """One question's way through the stages, each planned and reported."""
 
     def __init__(
-        self, store: DocumentStore, llm: LLM, question: str, options: AskOptions, synth: BaseSynthesizer, explain: Say | None,
+        self,
+        store: DocumentStore,
+        llm: LLM,
+        question: str,
+        options: AskOptions,
+        synth: BaseSynthesizer,
+        explain: Say | None,
     ) -> None:
         self.store, self.llm, self.question, self.options, self.synth = store, llm, question, options, synth
         self.say: Say = explain or (lambda _msg: None)
@@ -187,8 +200,11 @@ class _Run:
     def _partial(self) -> dict[str, Any]:
         """What an answer-less result still carries."""
         return {
-            "documents": self.documents, "candidates": self.candidates, "notes": self.notes,
-            "warnings": self.warnings, "steps": self.steps,
+            "documents": self.documents,
+            "candidates": self.candidates,
+            "notes": self.notes,
+            "warnings": self.warnings,
+            "steps": self.steps,
         }
 
     def _nothing(self, reason: str) -> AskResult:
@@ -219,7 +235,9 @@ class _Run:
                 if not chosen:
                     return self._abstained(grounding.note)
         nodes = [
-            NodeWithScore(Node(r.text, r.doc_id, c.path, r.seq, tuple(r.pages), r.start_char, r.end_char, r.token_count), c.score)
+            NodeWithScore(
+                Node(r.text, r.doc_id, c.path, r.seq, tuple(r.pages), r.start_char, r.end_char, r.token_count), c.score
+            )
             for c in chosen
             for r in by_doc.get(c.doc_id, [])
         ]
@@ -244,10 +262,20 @@ class _Run:
         # Summaries are read for the kept candidates only (what --explain lists).
         keep = max(options.top_k, options.candidates, SHOWN_CANDIDATES)
         floor = relevance_floor(options.retriever, corpus.embedding_model(), options.min_score)
-        found: Retrieval = await _in_step(f"retrieval ({options.retriever})", retrieve(
-            options.retriever, self.llm, self.question, corpus,
-            top_k=options.top_k, batch_size=options.choice_batch_size, candidates=options.candidates, keep=keep, floor=floor,
-        ))
+        found: Retrieval = await _in_step(
+            f"retrieval ({options.retriever})",
+            retrieve(
+                options.retriever,
+                self.llm,
+                self.question,
+                corpus,
+                top_k=options.top_k,
+                batch_size=options.choice_batch_size,
+                candidates=options.candidates,
+                keep=keep,
+                floor=floor,
+            ),
+        )
         self.candidates = [DocumentHit.of(c) for c in found.candidates]
         self.documents = [DocumentHit.of(c) for c in found.chosen]
         for c in found.candidates:
@@ -299,7 +327,9 @@ class _Run:
         # no_text and context_only make no call, so there is nothing to polish.
         polishing = options.polish and planned != 0
         plan = AnswerPlan(
-            documents=len({n.node.doc_id for n in nodes}), nodes=len(nodes), tokens=tokens,
+            documents=len({n.node.doc_id for n in nodes}),
+            nodes=len(nodes),
+            tokens=tokens,
             llm_calls=None if planned is None else planned + (1 if polishing else 0),
         )
         self.say(
@@ -316,8 +346,15 @@ class _Run:
             for n in response.source_nodes
         ]
         result = AskResult(
-            question, response.response, response.status, response.reason, options.label, retriever,
-            sources=sources, plan=plan, **self._partial(),
+            question,
+            response.response,
+            response.status,
+            response.reason,
+            options.label,
+            retriever,
+            sources=sources,
+            plan=plan,
+            **self._partial(),
         )
         result.roots, result.names = roots, display_names([(d.doc_id, d.root, d.path) for d in records], shared)
         if response.status is ResponseStatus.NOT_SATISFIED:

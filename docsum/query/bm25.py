@@ -69,8 +69,12 @@ class SortedTerms:
         """Consistent with itself and with a matrix of `columns` columns."""
         offsets = self.offsets
         return (
-            self.blob.ndim == 1 and offsets.ndim == 1 and self.columns.shape == (offsets.size - 1,)
-            and offsets.size >= 1 and int(offsets[0]) == 0 and int(offsets[-1]) == self.blob.size
+            self.blob.ndim == 1
+            and offsets.ndim == 1
+            and self.columns.shape == (offsets.size - 1,)
+            and offsets.size >= 1
+            and int(offsets[0]) == 0
+            and int(offsets[-1]) == self.blob.size
             and bool(np.all(np.diff(offsets) >= 0))
             and (self.columns.size == 0 or (int(self.columns.min()) >= 0 and int(self.columns.max()) < columns))
         )
@@ -97,7 +101,9 @@ class BM25Index:
     column form (one column per vocabulary term, rows are texts); `vocab` maps
     a term to its column."""
 
-    def __init__(self, vocab: dict[str, int] | SortedTerms, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, size: int) -> None:
+    def __init__(
+        self, vocab: dict[str, int] | SortedTerms, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, size: int
+    ) -> None:
         self.vocab = vocab
         self.data = data
         self.indices = indices
@@ -160,8 +166,15 @@ class BM25Index:
         one. Files are private (0600): the vocabulary is the documents' words."""
         with staged_index(Path(directory), fingerprint, self.size) as staging:
             vocab = self.vocab if isinstance(self.vocab, SortedTerms) else SortedTerms.from_vocab(self.vocab)
-            arrays = {"data": self.data, "indices": self.indices, "indptr": self.indptr, "vocab_bytes": vocab.blob,
-                      "vocab_offsets": vocab.offsets, "vocab_columns": vocab.columns, **(extra or {})}
+            arrays = {
+                "data": self.data,
+                "indices": self.indices,
+                "indptr": self.indptr,
+                "vocab_bytes": vocab.blob,
+                "vocab_offsets": vocab.offsets,
+                "vocab_columns": vocab.columns,
+                **(extra or {}),
+            }
             for name, array in arrays.items():
                 np.save(staging / f"{name}.npy", np.asarray(array), allow_pickle=False)
 
@@ -186,7 +199,10 @@ class BM25Index:
         valid = (
             vocab.valid(columns)
             and data.shape == indices.shape
-            and (columns < 0 or (int(indptr[0]) == 0 and int(indptr[-1]) == data.size and bool(np.all(np.diff(indptr) >= 0))))
+            and (
+                columns < 0
+                or (int(indptr[0]) == 0 and int(indptr[-1]) == data.size and bool(np.all(np.diff(indptr) >= 0)))
+            )
             and (indices.size == 0 or (int(indices.min()) >= 0 and int(indices.max()) < size))
         )
         if not valid:

@@ -75,7 +75,9 @@ class _ArrayFile:
     def __init__(self, path: Path, dtype: str, length: int) -> None:
         self.dtype = np.dtype(dtype)
         self.fh = open(path, "wb")  # noqa: SIM115 - closed by close()
-        np.lib.format.write_array_header_1_0(self.fh, {"descr": self.dtype.str, "fortran_order": False, "shape": (length,)})
+        np.lib.format.write_array_header_1_0(
+            self.fh, {"descr": self.dtype.str, "fortran_order": False, "shape": (length,)}
+        )
 
     def write(self, values: np.ndarray) -> None:
         self.fh.write(np.ascontiguousarray(values, dtype=self.dtype).tobytes())
@@ -106,7 +108,9 @@ class IndexWriter:
         counts = Counter(words)
         ids = np.fromiter((self._term_id(w) for w in counts), dtype=np.int64, count=len(counts))
         self.set_lengths(np.asarray([row]), np.asarray([len(words)]))
-        self.add_postings(ids, np.full(ids.size, row, dtype=np.int64), np.fromiter(counts.values(), dtype=np.int64, count=len(counts)))
+        self.add_postings(
+            ids, np.full(ids.size, row, dtype=np.int64), np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+        )
 
     def _term_id(self, word: str) -> int:
         found = self.ids.get(word)
@@ -181,8 +185,10 @@ class IndexWriter:
 
         parts = self._parts(df)
         cuts = self._run_cuts([start for start, _ in parts] + [len(df)])
-        files = {name: _ArrayFile(out / f"{name}.npy", dtype, total)
-                 for name, dtype in (("data", "<f4"), ("indices", "<i4"), ("tf", "<i4"))}
+        files = {
+            name: _ArrayFile(out / f"{name}.npy", dtype, total)
+            for name, dtype in (("data", "<f4"), ("indices", "<i4"), ("tf", "<i4"))
+        }
         try:
             for p in range(len(parts)):
                 terms, rows, tfs = self._part(cuts, p)
@@ -196,8 +202,13 @@ class IndexWriter:
             for f in files.values():
                 f.close()
         vocab = SortedTerms.from_vocab({t: int(column_of[i]) for i, t in enumerate(self.terms) if kept[i]})
-        for name, array in (("indptr", indptr), ("vocab_bytes", vocab.blob), ("vocab_offsets", vocab.offsets),
-                            ("vocab_columns", vocab.columns), ("lengths", lengths.astype(np.int32))):
+        for name, array in (
+            ("indptr", indptr),
+            ("vocab_bytes", vocab.blob),
+            ("vocab_offsets", vocab.offsets),
+            ("vocab_columns", vocab.columns),
+            ("lengths", lengths.astype(np.int32)),
+        ):
             np.save(out / f"{name}.npy", array, allow_pickle=False)
 
     @staticmethod

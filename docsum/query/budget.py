@@ -25,7 +25,9 @@ MIN_CHUNK_TOKENS = 32
 
 
 class PromptBudget:
-    def __init__(self, metadata: LLMMetadata, padding: int = DEFAULT_PADDING, overlap_ratio: float = DEFAULT_OVERLAP_RATIO) -> None:
+    def __init__(
+        self, metadata: LLMMetadata, padding: int = DEFAULT_PADDING, overlap_ratio: float = DEFAULT_OVERLAP_RATIO
+    ) -> None:
         if not 0 <= overlap_ratio < 1:
             raise ValueError("overlap_ratio must be in [0, 1)")
         self.metadata = metadata
@@ -46,7 +48,10 @@ class PromptBudget:
         if size < MIN_CHUNK_TOKENS:
             log.warning(
                 "the %s prompt leaves only %d tokens for text in a %d-token window; sending %d-token pieces anyway",
-                template.name, max(size, 0), self.metadata.context_window, MIN_CHUNK_TOKENS,
+                template.name,
+                max(size, 0),
+                self.metadata.context_window,
+                MIN_CHUNK_TOKENS,
             )
             return MIN_CHUNK_TOKENS
         return size

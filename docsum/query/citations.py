@@ -125,7 +125,14 @@ class Citation:
     quote: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"marker": self.marker, "doc": self.doc, "path": self.path, "root": self.root, "pages": list(self.pages), "quote": self.quote}
+        return {
+            "marker": self.marker,
+            "doc": self.doc,
+            "path": self.path,
+            "root": self.root,
+            "pages": list(self.pages),
+            "quote": self.quote,
+        }
 
 
 @dataclass(frozen=True)
@@ -175,13 +182,17 @@ def cite(answer: str, nodes: list[NodeWithScore], roots: dict[str, str] | None =
             quote, share = _best_quote(claim, node.text)
             support = max(support, share)
             if marker not in seen:
-                seen[marker] = Citation(marker, node.doc_id, node.path, (roots or {}).get(node.doc_id, ""), tuple(node.pages), quote)
+                seen[marker] = Citation(
+                    marker, node.doc_id, node.path, (roots or {}).get(node.doc_id, ""), tuple(node.pages), quote
+                )
         # Judged on all its passages together: a sentence joining two facts
         # may need both.
         together = set().union(*(set(terms(nodes[m - 1].node.text)) for m in cited))
         joint = len(claim & together) / len(claim) if claim else 1.0
         if claim and max(support, joint) < SUPPORT_FLOOR:
-            report.unsupported.append(UnsupportedSentence(strip_markers(sentence), tuple(cited), round(max(support, joint), 2)))
+            report.unsupported.append(
+                UnsupportedSentence(strip_markers(sentence), tuple(cited), round(max(support, joint), 2))
+            )
     report.citations = [seen[m] for m in sorted(seen)]
     return cleaned, report
 

@@ -108,7 +108,9 @@ class StoreCorpus:
 
 def _check_dim(got: int, stored: int | None) -> None:
     if got != stored:
-        raise ConfigError(f"the embedding model returned {got} dimensions but the store holds {stored}; rebuild the store")
+        raise ConfigError(
+            f"the embedding model returned {got} dimensions but the store holds {stored}; rebuild the store"
+        )
 
 
 class HiddenDocuments:

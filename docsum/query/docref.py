@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from docsum.store.records import DocumentRecord
 from docsum.store.base import DocumentStore
+from docsum.store.records import DocumentRecord
 
 # A shorter prefix of a 12-character id would match too much by chance.
 MIN_ID_PREFIX = 4

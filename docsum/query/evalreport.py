@@ -3,8 +3,9 @@ JSON only by `as_dict` (the `--json` edge)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from docsum.schema import CallRecord, Usage
 
@@ -40,8 +41,11 @@ def aggregate(rows: list[Metrics]) -> KindMetrics:
         return round(sum(values) / len(rows), 4)
 
     return KindMetrics(
-        mean([r.recall for r in rows]), mean([r.precision for r in rows]), mean([r.mrr for r in rows]),
-        mean([r.all_found for r in rows]), len(rows),
+        mean([r.recall for r in rows]),
+        mean([r.precision for r in rows]),
+        mean([r.mrr for r in rows]),
+        mean([r.all_found for r in rows]),
+        len(rows),
     )
 
 
@@ -70,7 +74,13 @@ class AnswerSummary:
     by_kind: Mapping[str, float]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"grader": self.grader, "mode": self.mode, "graded": self.graded, "accuracy": self.accuracy, "by_kind": dict(self.by_kind)}
+        return {
+            "grader": self.grader,
+            "mode": self.mode,
+            "graded": self.graded,
+            "accuracy": self.accuracy,
+            "by_kind": dict(self.by_kind),
+        }
 
 
 @dataclass(frozen=True)
@@ -161,7 +171,9 @@ class EvalReport:
         out: dict[str, Any] = {
             "retriever": self.retriever,
             "top_k": self.top_k,
-            "metrics": {system: {kind: m.as_dict() for kind, m in kinds.items()} for system, kinds in self.summary.items()},
+            "metrics": {
+                system: {kind: m.as_dict() for kind, m in kinds.items()} for system, kinds in self.summary.items()
+            },
             "answers": self.answers.as_dict() if self.answers else None,
             "abstention": self.abstention.as_dict() if self.abstention else None,
             "usage": self.usage.as_dict(),

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -223,11 +224,16 @@ async def evaluate(
         async def one(i: int, q: EvalQuestion, name: str) -> tuple[Metrics, list[str]]:
             nonlocal done
             async with gate:
-                found = await retrieve(name, llm, q.question, corpus, top_k=top_k, batch_size=batch_size, candidates=candidates)
+                found = await retrieve(
+                    name, llm, q.question, corpus, top_k=top_k, batch_size=batch_size, candidates=candidates
+                )
             chosen = [c.doc_id for c in found.chosen]
-            rest = [c.doc_id for c in found.candidates if c.doc_id not in chosen and c.score is not None and c.score > 0]
+            rest = [
+                c.doc_id for c in found.candidates if c.doc_id not in chosen and c.score is not None and c.score > 0
+            ]
             metrics = dataclasses.replace(
-                retrieval_metrics(chosen + rest, gold_sets[i], top_k), recall=retrieval_metrics(chosen, gold_sets[i], top_k).recall
+                retrieval_metrics(chosen + rest, gold_sets[i], top_k),
+                recall=retrieval_metrics(chosen, gold_sets[i], top_k).recall,
             )
             done += 1
             if progress:
@@ -247,7 +253,9 @@ async def evaluate(
                     retrieved[i] = tuple(path_of[d] for d in chosen)
         chunks_retrieved: list[tuple[str, ...] | None] = [None for _ in questions]
         if baseline == "chunks":
-            owners, scores = await chunk_baseline_scores(llm, store, docs, [q.question for q in questions], corpus.bm25_evidence())
+            owners, scores = await chunk_baseline_scores(
+                llm, store, docs, [q.question for q in questions], corpus.bm25_evidence()
+            )
             for i in range(len(questions)):
                 ranked = rank_documents_by_nodes(owners, scores[i]) if scores.size else []
                 chunks_retrieved[i] = tuple(path_of[d] for d in ranked[:top_k])
@@ -265,8 +273,14 @@ async def evaluate(
 
     rows = tuple(
         QuestionRow(
-            q.id, q.kind, tuple(sorted(path_of[g] for g in gold_sets[i])), per_question[i], retrieved[i],
-            chunks_retrieved[i], grades[i], outcomes[i],
+            q.id,
+            q.kind,
+            tuple(sorted(path_of[g] for g in gold_sets[i])),
+            per_question[i],
+            retrieved[i],
+            chunks_retrieved[i],
+            grades[i],
+            outcomes[i],
         )
         for i, q in enumerate(questions)
     )
@@ -279,7 +293,15 @@ async def evaluate(
             per_kind.setdefault(row.kind, []).append(row.metrics[system])
         summary[system] = {kind: aggregate(items) for kind, items in per_kind.items()}
     return EvalReport(
-        retriever, top_k, summary, rows, answer_summary, abstention, made, tuple(unresolved), time.monotonic() - started,
+        retriever,
+        top_k,
+        summary,
+        rows,
+        answer_summary,
+        abstention,
+        made,
+        tuple(unresolved),
+        time.monotonic() - started,
     )
 
 
@@ -296,7 +318,9 @@ async def _score_answers(
         result = await ask(store_path, llm, q.question, options)
         answer = result.answer
         if use_judge:
-            verdict = await llm.apredict(JUDGE_PROMPT, json_mode=True, query_str=q.question, reference=q.answer, answer=answer)
+            verdict = await llm.apredict(
+                JUDGE_PROMPT, json_mode=True, query_str=q.question, reference=q.answer, answer=answer
+            )
             correct, reason = _parse_verdict(verdict)
         else:
             correct, reason = judge_by_overlap(answer, q.answer)
@@ -354,7 +378,10 @@ async def _abstention_rates(
 
     return outcomes, AbstentionRates(
         mode=options.label,
-        by_kind={kind: KindRates(len(items), rate(items, False, True), rate(items, True, False)) for kind, items in kinds.items()},
+        by_kind={
+            kind: KindRates(len(items), rate(items, False, True), rate(items, True, False))
+            for kind, items in kinds.items()
+        },
     )
 
 

@@ -464,6 +464,10 @@ def _load_cached(where: Path, fingerprint: str, doc_ids: list[str] | None) -> Do
     if summaries[0].size != len(doc_ids):
         return None
     owners = nodes[1].get("owners")
-    if owners is None or owners.shape != (nodes[0].size,) or (owners.size and (owners.min() < 0 or owners.max() >= len(doc_ids))):
+    if (
+        owners is None
+        or owners.shape != (nodes[0].size,)
+        or (owners.size and (owners.min() < 0 or owners.max() >= len(doc_ids)))
+    ):
         return None
     return DocumentEvidence(doc_ids, summaries[0], nodes[0], np.asarray(owners, dtype=np.int64))

@@ -66,7 +66,10 @@ def grounded(
     cover: dict[str, set[str]] = {}
     for cand in pool:
         keys = document_keys(
-            cand.doc_id, titles.get(cand.doc_id, cand.path), cand.summary, "\n".join(r.text for r in by_doc.get(cand.doc_id, []))
+            cand.doc_id,
+            titles.get(cand.doc_id, cand.path),
+            cand.summary,
+            "\n".join(r.text for r in by_doc.get(cand.doc_id, [])),
         )
         cover[cand.doc_id] = set(names) - set(missing_names(names, keys, subjects))
     full = [c for c in pool if cover[c.doc_id] == set(names)]
@@ -78,10 +81,24 @@ def grounded(
         union = set().union(*cover.values()) if cover else set()
         if union != set(names) or periods:
             missing = [n for n in names if n not in union]
-            why = f"missing: {', '.join(missing)}" if missing else f"no one document holds {', '.join(periods)} with every name"
-            report = StepReport("grounding", len(found.chosen), 0, note=f"no candidate document covers {', '.join(names)} ({why})", emptied=True)
+            why = (
+                f"missing: {', '.join(missing)}"
+                if missing
+                else f"no one document holds {', '.join(periods)} with every name"
+            )
+            report = StepReport(
+                "grounding",
+                len(found.chosen),
+                0,
+                note=f"no candidate document covers {', '.join(names)} ({why})",
+                emptied=True,
+            )
             return [], by_doc, report
-        refills = [c for c in pool if c not in found.chosen and cover[c.doc_id] - set().union(*(cover[k.doc_id] for k in found.chosen))]
+        refills = [
+            c
+            for c in pool
+            if c not in found.chosen and cover[c.doc_id] - set().union(*(cover[k.doc_id] for k in found.chosen))
+        ]
         kept = (refills + list(found.chosen))[:top_k]
         note = f"needs {', '.join(names)}; no single document mentions all, together they do"
     for cand in found.candidates:

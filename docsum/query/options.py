@@ -10,12 +10,19 @@ can say so instead of ignoring it in silence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from docsum.errors import ConfigError
 from docsum.models.llm import LLM
-from docsum.models.prompts import POLISH_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate, emotion_key, with_emotion
+from docsum.models.prompts import (
+    POLISH_PROMPT,
+    TEXT_QA_PROMPT,
+    TREE_SUMMARIZE_PROMPT,
+    PromptTemplate,
+    emotion_key,
+    with_emotion,
+)
 from docsum.query.synthesizers import AnswerOptions, BaseSynthesizer, LLMSynthesizer, Mode, resolve_mode
 from docsum.settings import DEFAULT_LIMITS, RETRIEVERS, Limits, check, default
 
@@ -95,13 +102,17 @@ def _templates(options: AskOptions) -> tuple[PromptTemplate | None, PromptTempla
     return with_emotion(qa, options.emotion), options.refine_template, with_emotion(summary, options.emotion)
 
 
-def make_synthesizer(llm: LLM | None, options: AskOptions, progress: Callable[[str], None] | None = None) -> BaseSynthesizer:
+def make_synthesizer(
+    llm: LLM | None, options: AskOptions, progress: Callable[[str], None] | None = None
+) -> BaseSynthesizer:
     if options.synthesizer is not None:
         return options.synthesizer
     qa, refine, summary = _templates(options)
     synth = options.resolved_mode.create(
-        llm, AnswerOptions(qa, refine, summary, options.structured_filter),
-        streaming=options.stream and not options.polish, progress=progress,
+        llm,
+        AnswerOptions(qa, refine, summary, options.structured_filter),
+        streaming=options.stream and not options.polish,
+        progress=progress,
     )
     # Every mode in which a model writes text sees its passages numbered, for
     # citations; no_text and context_only hand the passages on as they are.

@@ -80,7 +80,10 @@ async def llm_rerank(
     if failed_batches == len(batches):
         kept = nodes[:top_n]
         return kept, StepReport(
-            "rerank", len(nodes), len(kept), [n.node.node_id for n in nodes[top_n:]],
+            "rerank",
+            len(nodes),
+            len(kept),
+            [n.node.node_id for n in nodes[top_n:]],
             f"the LLM's ratings could not be parsed; kept the retrieval order (best {len(kept)})",
         )
     # Stable: equal ratings keep their retrieval order.
@@ -127,8 +130,12 @@ async def compress(llm: LLM, query: str, nodes: list[NodeWithScore]) -> tuple[li
         kept.append(NodeWithScore(shrunk, node.score))
     if not kept:
         return list(nodes), StepReport(
-            "compress", len(nodes), len(nodes), [],
-            "compression found nothing relevant in any node; kept the nodes uncompressed", emptied=True,
+            "compress",
+            len(nodes),
+            len(nodes),
+            [],
+            "compression found nothing relevant in any node; kept the nodes uncompressed",
+            emptied=True,
         )
     note = f"dropped {len(removed)} node(s) with nothing relevant; {before_tokens} → {after_tokens} tokens"
     return kept, StepReport("compress", len(nodes), len(kept), removed, note)
@@ -147,7 +154,7 @@ def reorder_positions(n: int) -> list[int]:
 
 
 def long_context_reorder(nodes: list[NodeWithScore]) -> tuple[list[NodeWithScore], StepReport]:
-    """"Lost in the middle" reorder at document level: documents ranked by their
+    """ "Lost in the middle" reorder at document level: documents ranked by their
     best score go to the ends, weakest in the middle; inside a document the
     nodes keep their reading order."""
     groups: dict[str, list[NodeWithScore]] = {}

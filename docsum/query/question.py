@@ -11,8 +11,9 @@ Questions read from a `--questions` file are parsed here too.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from docsum.errors import ConfigError
 
@@ -102,7 +103,7 @@ def read_questions(lines: Iterable[str | bytes], where: str) -> list[Question]:
             qid = number
         question = data.get("question") if isinstance(data, dict) else None
         if not isinstance(question, str):
-            out.append(Question(qid, "", f"{where}:{number}: no \"question\" string in the JSON object"))
+            out.append(Question(qid, "", f'{where}:{number}: no "question" string in the JSON object'))
             continue
         out.append(Question(qid, question))
     return out

@@ -54,7 +54,9 @@ async def rate_in_batches(
     out: list[BatchRatings] = []
     for group, answer in zip(groups, answers):
         choices = parse_choices(answer, len(group))
-        ratings = [(group[number - 1], relevance) for number, relevance in choices if relevance is None or relevance > 0]
+        ratings = [
+            (group[number - 1], relevance) for number, relevance in choices if relevance is None or relevance > 0
+        ]
         out.append(BatchRatings(group, ratings, bool(choices) or says_none(answer)))
     return out
 
@@ -212,8 +214,13 @@ def _choices_from_json(data: object) -> list[tuple[int, float | None]] | None:
         rel: float | None = None
         if isinstance(item, dict):
             lowered = {str(k).lower(): v for k, v in item.items()}
-            raw_doc = next((lowered[k] for k in ("doc", "document", "doc_id", "id", "number", "index", "passage") if k in lowered), None)
-            raw_rel = next((lowered[k] for k in ("relevance", "score", "relevance_score", "rating") if k in lowered), None)
+            raw_doc = next(
+                (lowered[k] for k in ("doc", "document", "doc_id", "id", "number", "index", "passage") if k in lowered),
+                None,
+            )
+            raw_rel = next(
+                (lowered[k] for k in ("relevance", "score", "relevance_score", "rating") if k in lowered), None
+            )
             doc = _as_doc_number(raw_doc)
             rel = _clean_score(raw_rel) if raw_rel is not None else None
         elif isinstance(item, list) and item:
@@ -291,7 +298,9 @@ def format_batch(texts: list[str]) -> str:
 _BLOCK_OVERHEAD_TOKENS = 8
 
 
-def fit_batches(llm: LLM, template: PromptTemplate, texts: list[str], batch_size: int) -> tuple[list[list[int]], list[str]]:
+def fit_batches(
+    llm: LLM, template: PromptTemplate, texts: list[str], batch_size: int
+) -> tuple[list[list[int]], list[str]]:
     """Group texts (by index) into numbered batches of at most `batch_size`
     that also fit the prompt's window, so ten long passages never overflow it:
     a batch closes early when the next text would not fit. A single text
@@ -318,8 +327,6 @@ def fit_batches(llm: LLM, template: PromptTemplate, texts: list[str], batch_size
     if current:
         batches.append(current)
     return batches, shown
-
-
 
 
 _NONE_CHOSEN = LazyPattern(

@@ -9,8 +9,9 @@ record it carries is frozen.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterable, Mapping
+from typing import Any
 
 from docsum.errors import DocsumError, ExitCode
 from docsum.query.abstain import says_cannot_answer
@@ -38,8 +39,13 @@ class DocumentHit:
     @classmethod
     def of(cls, candidate: Candidate) -> DocumentHit:
         return cls(
-            candidate.doc_id, candidate.path, candidate.score, candidate.summary, candidate.chosen,
-            dict(candidate.signals), candidate.relevance,
+            candidate.doc_id,
+            candidate.path,
+            candidate.score,
+            candidate.summary,
+            candidate.chosen,
+            dict(candidate.signals),
+            candidate.relevance,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -64,8 +70,12 @@ class Source:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "doc_id": self.doc_id, "path": self.path, "root": self.root, "pages": list(self.pages),
-            "score": self.score, "text": self.text,
+            "doc_id": self.doc_id,
+            "path": self.path,
+            "root": self.root,
+            "pages": list(self.pages),
+            "score": self.score,
+            "text": self.text,
         }
 
 
@@ -162,7 +172,9 @@ class AskResult:
         self.citations, self.unsupported = list(report.citations), list(report.unsupported)
         if report.removed_markers:
             numbers = ", ".join(f"[{m}]" for m in report.removed_markers)
-            self.warnings.append(f"removed citation marker(s) {numbers}: no such passage (there are {len(self.passages)})")
+            self.warnings.append(
+                f"removed citation marker(s) {numbers}: no such passage (there are {len(self.passages)})"
+            )
 
     def abstain(self, reason: str, status: ResponseStatus = ResponseStatus.NOT_SATISFIED) -> AskResult:
         """Turn this result into an abstention: no answer, no sources."""

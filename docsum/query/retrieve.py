@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("docsum")
 
 
-
 def summary_index_text(path: str, title: str, summary: str) -> str:
     """What represents a document at retrieval time: its file name and title
     travel with the summary (file names such as `2023_Q3_AAPL.txt` carry facts
@@ -85,6 +84,7 @@ class Retrieval:
 
 # ---------------------------------------------------------------------------
 # Retrievers.
+
 
 def default_retriever(llm: LLM) -> str:
     """`fused` unless the summaries are embedded by a server's model: offline
@@ -202,8 +202,10 @@ async def score_by_embedding(llm: LLM, query: str, entries: list[SummaryEntry]) 
     have_all = all(e.embedding is not None for e in entries)
     dims = {e.embedding.shape[-1] for e in entries if e.embedding is not None}
     if not have_all or len(models) != 1 or len(dims) != 1:
-        why = "some summaries have no stored embedding" if not have_all else (
-            "the stored summary embeddings come from different models or differ in size"
+        why = (
+            "some summaries have no stored embedding"
+            if not have_all
+            else ("the stored summary embeddings come from different models or differ in size")
         )
         notes.append(f"{why}; scored all summaries with lexical vectors instead")
         matrix = lexical_vectors([e.index_text for e in entries])
@@ -221,13 +223,20 @@ async def score_by_embedding(llm: LLM, query: str, entries: list[SummaryEntry]) 
 
 
 def _candidates(entries: list[SummaryEntry], scores: np.ndarray | list[float | None], via: str) -> list[Candidate]:
-    out = [Candidate(e.doc_id, e.path, e.summary, None if s is None else float(s), via=via) for e, s in zip(entries, scores)]
+    out = [
+        Candidate(e.doc_id, e.path, e.summary, None if s is None else float(s), via=via)
+        for e, s in zip(entries, scores)
+    ]
     out.sort(key=lambda c: -(c.score if c.score is not None else -1.0))
     return out
 
 
 async def retrieve_by_embedding(
-    llm: LLM, query: str, entries: list[SummaryEntry] | SummaryCorpus, top_k: int, keep: int | None = None,
+    llm: LLM,
+    query: str,
+    entries: list[SummaryEntry] | SummaryCorpus,
+    top_k: int,
+    keep: int | None = None,
     floor: float | None = None,
 ) -> Retrieval:
     """The `top_k` best-scored documents that score above zero and reach
@@ -258,7 +267,11 @@ def passes_floor(candidate: Candidate, floor: float | None) -> bool:
 
 
 def _choose(
-    retriever: str, ranked: list[Candidate], top_k: int, notes: list[str], floor: float | None = None,
+    retriever: str,
+    ranked: list[Candidate],
+    top_k: int,
+    notes: list[str],
+    floor: float | None = None,
     relative: float | None = None,
 ) -> Retrieval:
     """The best `top_k` that pass the floor: a maximum, never a quota. With
@@ -301,8 +314,14 @@ def reciprocal_rank_fusion(signals: list[np.ndarray], k: int = RRF_K) -> np.ndar
 
 
 def _kept_candidates(
-    corpus: SummaryCorpus, ids: list[str], order: np.ndarray, score: np.ndarray,
-    signals: dict[str, np.ndarray], via: str, keep: int | None, top_k: int,
+    corpus: SummaryCorpus,
+    ids: list[str],
+    order: np.ndarray,
+    score: np.ndarray,
+    signals: dict[str, np.ndarray],
+    via: str,
+    keep: int | None,
+    top_k: int,
 ) -> list[Candidate]:
     """Candidates for the best documents in `order` (the `keep` best, None:
     all): only their summaries are read."""
@@ -313,8 +332,16 @@ def _kept_candidates(
     out = []
     for e in corpus.entries(list(rows)):
         i = rows[e.doc_id]
-        out.append(Candidate(e.doc_id, e.path, e.summary, float(score[i]), via=via,
-                             signals={name: round(float(values[i]), 4) for name, values in signals.items()}))
+        out.append(
+            Candidate(
+                e.doc_id,
+                e.path,
+                e.summary,
+                float(score[i]),
+                via=via,
+                signals={name: round(float(values[i]), 4) for name, values in signals.items()},
+            )
+        )
     out.sort(key=lambda c: position[c.doc_id])
     return out
 
@@ -406,7 +433,11 @@ def aligned_scores(doc_ids: list[str], ids: list[str], scores: np.ndarray) -> np
         return np.asarray(scores, dtype=np.float32)
     row = {doc_id: i for i, doc_id in enumerate(ids)}
     where = np.fromiter((row.get(d, -1) for d in doc_ids), dtype=np.int64, count=len(doc_ids))
-    found = np.asarray(scores, dtype=np.float32)[np.maximum(where, 0)] if len(ids) else np.zeros(len(doc_ids), dtype=np.float32)
+    found = (
+        np.asarray(scores, dtype=np.float32)[np.maximum(where, 0)]
+        if len(ids)
+        else np.zeros(len(doc_ids), dtype=np.float32)
+    )
     return np.where(where >= 0, found, np.float32(-1.0)).astype(np.float32)
 
 
@@ -457,7 +488,12 @@ async def retrieve_by_llm(
 
 
 async def retrieve_hybrid(
-    llm: LLM, query: str, corpus: list[SummaryEntry] | SummaryCorpus, top_k: int, batch_size: int, candidates: int,
+    llm: LLM,
+    query: str,
+    corpus: list[SummaryEntry] | SummaryCorpus,
+    top_k: int,
+    batch_size: int,
+    candidates: int,
     keep: int | None = None,
 ) -> Retrieval:
     # The shortlist is the best `candidates` whatever they score: the LLM

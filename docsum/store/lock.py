@@ -63,7 +63,9 @@ class BuildLock(ClosesOnExit):
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             except OSError as exc:
-                raise DocsumError(f"{self.store_path}: cannot create the lock file {self.path} ({os_reason(exc)})") from exc
+                raise DocsumError(
+                    f"{self.store_path}: cannot create the lock file {self.path} ({os_reason(exc)})"
+                ) from exc
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -123,9 +123,7 @@ def migrate(conn: psycopg.Connection[Any], where: str) -> None:
             if row[0] == 0:
                 conn.execute(f"INSERT INTO {SCHEMA}.schema_version (version) VALUES (0)")
             if current > len(migrations):
-                raise StoreVersionError(
-                    f"{where}: written by a newer docsum (schema v{current}); upgrade docsum"
-                )
+                raise StoreVersionError(f"{where}: written by a newer docsum (schema v{current}); upgrade docsum")
             if current == len(migrations):
                 return
             conn.execute(migrations[current])

@@ -38,8 +38,8 @@ Design notes (the why):
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from docsum.lexical import LEXICAL_EMBED_MODEL
@@ -149,7 +149,9 @@ def create_table(conn: psycopg.Connection[Any], dim: int) -> int:
     return dim
 
 
-def write_row(conn: psycopg.Connection[Any], dim: int, doc_id: str, vector: np.ndarray | None, model: str | None) -> None:
+def write_row(
+    conn: psycopg.Connection[Any], dim: int, doc_id: str, vector: np.ndarray | None, model: str | None
+) -> None:
     """Bring `doc_id`'s row in line with its stored vector (inside the
     caller's transaction): written when it can be searched here, else gone."""
     if vector is not None and searchable(model) and int(vector.shape[-1]) == dim:
@@ -209,7 +211,10 @@ def server_search(conn: psycopg.Connection[Any]) -> tuple[ServerSearch | None, s
         return None, reason
     dim = table_dim(conn)
     if dim is None:
-        return None, "pgvector is installed, but no summary has a vector it can search (offline lexical vectors stay local)"
+        return (
+            None,
+            "pgvector is installed, but no summary has a vector it can search (offline lexical vectors stay local)",
+        )
     documents, rows, low, high = conn.execute(
         f"SELECT (SELECT count(*) FROM documents), count(*), min(model), max(model) FROM {TABLE}"
     ).fetchone()

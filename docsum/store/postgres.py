@@ -206,7 +206,9 @@ class PostgresStore(SqlStore):
                 if since > generation:
                     since = 0
                 if since == 0:
-                    rows = conn.execute("SELECT doc_id, embedding, embedding_model FROM documents ORDER BY path, root").fetchall()
+                    rows = conn.execute(
+                        "SELECT doc_id, embedding, embedding_model FROM documents ORDER BY path, root"
+                    ).fetchall()
                     removed: list[tuple[Any, ...]] = []
                 else:
                     rows = conn.execute(
@@ -239,7 +241,9 @@ class PostgresStore(SqlStore):
         missing from it (see docsum.store.pgvector)."""
         with driver_errors(self._url):
             conn = self.conn
-            self._pgvector_note = pgvector.try_create_extension(conn, lambda exc: pgschema.driver_message(self._url, exc))
+            self._pgvector_note = pgvector.try_create_extension(
+                conn, lambda exc: pgschema.driver_message(self._url, exc)
+            )
             self._pgvector = not self._pgvector_note
             if not self._pgvector:
                 return
@@ -282,7 +286,11 @@ class PostgresStore(SqlStore):
     def search_description(self) -> str:
         found = self.server_search()
         if found is not None:
-            how = "an HNSW index" if found.indexed else f"an exact scan (pgvector indexes at most {pgvector.HNSW_MAX_DIM} dimensions)"
+            how = (
+                "an HNSW index"
+                if found.indexed
+                else f"an exact scan (pgvector indexes at most {pgvector.HNSW_MAX_DIM} dimensions)"
+            )
             return (
                 f"PostgreSQL store {self.label}: pgvector; the nearest summaries are found in SQL by {how} "
                 f"over {found.dim}-dimension vectors of {found.model} (inner product)"

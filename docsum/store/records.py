@@ -31,13 +31,13 @@ CallRow = tuple[int, str, str, int, int, float, bool]
 
 def utc_now() -> str:
     """UTC timestamp, ISO 8601 with seconds: sortable as text, readable in the CLI."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def make_doc_id(root: str, relpath: str) -> str:
     """Stable id of a document: derived from where it is, not from its content,
     so an edited file keeps its id (and `docsum show ID` keeps working)."""
-    return hashlib.sha256(f"{root}\0{relpath}".encode("utf-8")).hexdigest()[:12]
+    return hashlib.sha256(f"{root}\0{relpath}".encode()).hexdigest()[:12]
 
 
 class StoredVersion(NamedTuple):
@@ -64,6 +64,7 @@ class StoredFile(NamedTuple):
 
 
 STORED_FILE_COLUMNS = "doc_id, root, path, size, mtime_ns, sha256, split_fingerprint, summary_fingerprint"
+
 
 @dataclass
 class DocumentRecord:
@@ -187,7 +188,15 @@ def failure_params(root: str, path: str, error: str) -> tuple[str, str, str]:
 def call_params(call: CallRow) -> tuple[Any, ...]:
     """A calls row's values, without the time (each store stamps it)."""
     run_id, kind, model, prompt_tokens, completion_tokens, seconds, ok = call
-    return (run_id, storable(kind), storable(model), int(prompt_tokens), int(completion_tokens), float(seconds), bool(ok))
+    return (
+        run_id,
+        storable(kind),
+        storable(model),
+        int(prompt_tokens),
+        int(completion_tokens),
+        float(seconds),
+        bool(ok),
+    )
 
 
 def stack_embeddings(rows: Sequence[Sequence[Any]]) -> tuple[list[str], np.ndarray | None, str | None]:

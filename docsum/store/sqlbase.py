@@ -166,7 +166,9 @@ class SqlStore(ClosesOnExit):
         """Every document as a build compares it with its file, by path: eight
         columns, where the full listing's eighteen were most of the reading
         of an unchanged rebuild at 100,000 documents."""
-        return map(StoredFile._make, self._iter_rows(f"SELECT {STORED_FILE_COLUMNS} FROM documents ORDER BY path, root"))
+        return map(
+            StoredFile._make, self._iter_rows(f"SELECT {STORED_FILE_COLUMNS} FROM documents ORDER BY path, root")
+        )
 
     def document_count(self) -> int:
         return int(self._rows("SELECT COUNT(*) FROM documents")[0][0])
@@ -187,7 +189,9 @@ class SqlStore(ClosesOnExit):
         unique = list(dict.fromkeys(doc_ids))
         found: dict[str, DocumentRecord] = {}
         for chunk in chunks(unique):
-            for row in self._rows(f"SELECT {DOC_COLUMNS_NO_EMBEDDING} FROM documents WHERE doc_id IN {in_list(len(chunk))}", chunk):
+            for row in self._rows(
+                f"SELECT {DOC_COLUMNS_NO_EMBEDDING} FROM documents WHERE doc_id IN {in_list(len(chunk))}", chunk
+            ):
                 doc = document_from_row(row)
                 found[doc.doc_id] = doc
         return [found[d] for d in unique if d in found]
@@ -220,7 +224,8 @@ class SqlStore(ClosesOnExit):
             # shorter than the suffix yields itself, which never equals it.
             suffix = "/" + norm
             rows = self._rows(
-                f"{select} substr(path, length(path) - CAST(? AS INTEGER) + 1) = ? ORDER BY path, root", (len(suffix), suffix)
+                f"{select} substr(path, length(path) - CAST(? AS INTEGER) + 1) = ? ORDER BY path, root",
+                (len(suffix), suffix),
             )
         return [document_from_row(r) for r in rows]
 
@@ -271,7 +276,9 @@ class SqlStore(ClosesOnExit):
         touch, a copy, a checkout), so the next build need not hash it again.
         updated_at is left alone: nothing the user sees changed."""
         with self._write() as conn:
-            cur = self._exec(conn, "UPDATE documents SET size = ?, mtime_ns = ? WHERE doc_id = ?", (int(size), int(mtime_ns), doc_id))
+            cur = self._exec(
+                conn, "UPDATE documents SET size = ?, mtime_ns = ? WHERE doc_id = ?", (int(size), int(mtime_ns), doc_id)
+            )
             return int(cur.rowcount) > 0
 
     def update_embedding(self, doc_id: str, embedding: np.ndarray, model: str) -> None:
@@ -279,7 +286,9 @@ class SqlStore(ClosesOnExit):
         blob = encode_embedding(embedding)
         self._ready_for_vector(embedding, model)
         with self._write() as conn:
-            cur = self._exec(conn, "UPDATE documents SET embedding = ?, embedding_model = ? WHERE doc_id = ?", (blob, model, doc_id))
+            cur = self._exec(
+                conn, "UPDATE documents SET embedding = ?, embedding_model = ? WHERE doc_id = ?", (blob, model, doc_id)
+            )
             if cur.rowcount == 0:
                 raise KeyError(doc_id)
             self._vector_written(conn, doc_id, embedding, model)
@@ -309,12 +318,15 @@ class SqlStore(ClosesOnExit):
         all stored embeddings share, else None; callers use it to tell whether
         the query must be embedded with the same model.
         """
-        return stack_embeddings(self._rows("SELECT doc_id, embedding, embedding_model FROM documents ORDER BY path, root"))
+        return stack_embeddings(
+            self._rows("SELECT doc_id, embedding, embedding_model FROM documents ORDER BY path, root")
+        )
 
     def embedding_dim(self, model: str) -> int | None:
         """Size of the `model` vectors already stored (None: none yet)."""
         rows = self._rows(
-            "SELECT length(embedding) FROM documents WHERE embedding_model = ? AND embedding IS NOT NULL LIMIT 1", (model,)
+            "SELECT length(embedding) FROM documents WHERE embedding_model = ? AND embedding IS NOT NULL LIMIT 1",
+            (model,),
         )
         return int(rows[0][0]) // 4 if rows and rows[0][0] else None  # little-endian float32
 
@@ -437,5 +449,7 @@ class SqlStore(ClosesOnExit):
         encoded = json.dumps(value, sort_keys=True)  # no default=str: fail loudly, it must round-trip
         with self._write() as conn:
             self._exec(
-                conn, "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, encoded)
+                conn,
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, encoded),
             )

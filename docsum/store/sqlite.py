@@ -189,7 +189,11 @@ class Store(SqlStore):
         generation = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM vector_log").fetchone()[0])
         if since > generation:
             since = 0
-        count = int(conn.execute("SELECT COUNT(*) FROM vector_log WHERE seq > ? AND seq <= ?", (since, generation)).fetchone()[0])
+        count = int(
+            conn.execute("SELECT COUNT(*) FROM vector_log WHERE seq > ? AND seq <= ?", (since, generation)).fetchone()[
+                0
+            ]
+        )
 
         def batches() -> Iterator[list[VectorChange]]:
             last = since

@@ -104,12 +104,13 @@ def split_statements(script: str) -> list[str]:
     return statements
 
 
-
 def created_tables(script: str) -> set[str]:
     """The tables a migration script creates (lower case). Those of the first
     migration are in every docsum store, which tells it apart from another
     application's SQLite file."""
-    return {name.lower() for name in re.findall(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", script, re.IGNORECASE)}
+    return {
+        name.lower() for name in re.findall(r"CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", script, re.IGNORECASE)
+    }
 
 
 def connect(path: Path, readonly: bool) -> sqlite3.Connection:

@@ -42,7 +42,9 @@ class Column:
 
     def sql(self, dialect: Dialect) -> str:
         sqlite_type, pg_type = TYPES[self.kind]
-        return " ".join(part for part in (self.name, sqlite_type if dialect == "sqlite" else pg_type, self.rest) if part)
+        return " ".join(
+            part for part in (self.name, sqlite_type if dialect == "sqlite" else pg_type, self.rest) if part
+        )
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,11 @@ class _Base:
                 if len(raw) != header.count * width:
                     raise ValueError("truncated id table")
                 # numpy drops the NUL padding of fixed-width bytes.
-                ids = [d.decode("utf-8") for d in np.frombuffer(raw, dtype=f"S{width}").tolist()] if width else [""] * header.count
+                ids = (
+                    [d.decode("utf-8") for d in np.frombuffer(raw, dtype=f"S{width}").tolist()]
+                    if width
+                    else [""] * header.count
+                )
                 df = None
                 if header.lexical and header.uniform:
                     blob = fh.read(header.dim * 8)
@@ -200,7 +204,9 @@ class _Base:
                 rows = min(BLOCK_ROWS, count - start)
                 # Offsets are page multiples: the header is a page, a block
                 # BLOCK_ROWS (a multiple of 1,024) rows of 4-byte values.
-                mapped = mmap.mmap(fh.fileno(), rows * dim * 4, offset=HEADER_BYTES + start * dim * 4, access=mmap.ACCESS_READ)
+                mapped = mmap.mmap(
+                    fh.fileno(), rows * dim * 4, offset=HEADER_BYTES + start * dim * 4, access=mmap.ACCESS_READ
+                )
                 # The array holds the map; freeing it unmaps the block.
                 yield start, np.frombuffer(mapped, dtype="<f4").reshape(rows, dim)
 
@@ -417,8 +423,16 @@ def write_vectors(path: Path, base: _Base | None, changes: VectorChanges) -> _Ba
         out.write(b"".join(d.encode("utf-8").ljust(width, b"\0") for d in ids))
         if matrix.df is not None:
             out.write(matrix.df.astype("<i8").tobytes())
-        header = _Header(changes.store_id, changes.generation, len(ids), matrix.dim, matrix.model, width,
-                         matrix.uniform, matrix.df is not None)
+        header = _Header(
+            changes.store_id,
+            changes.generation,
+            len(ids),
+            matrix.dim,
+            matrix.model,
+            width,
+            matrix.uniform,
+            matrix.df is not None,
+        )
         out.seek(0)
         out.write(header.to_bytes())
         out.flush()

@@ -20,7 +20,16 @@ pytestmark = pytest.mark.integration
 
 BASE_URL = os.environ.get("DOCSUM_IT_BASE_URL")
 REPO = Path(__file__).resolve().parents[2]
-MODES = ["refine", "compact", "tree_summarize", "simple_summarize", "no_text", "context_only", "accumulate", "compact_accumulate"]
+MODES = [
+    "refine",
+    "compact",
+    "tree_summarize",
+    "simple_summarize",
+    "no_text",
+    "context_only",
+    "accumulate",
+    "compact_accumulate",
+]
 
 if not BASE_URL:
     pytest.skip("DOCSUM_IT_BASE_URL is not set (see .ci/integration)", allow_module_level=True)
@@ -30,7 +39,9 @@ if not BASE_URL:
 SERVER = ("--model", "gemma", "--context-window", "4096", "--max-output-tokens", "48")
 
 
-def docsum(*args: str, env_extra: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def docsum(
+    *args: str, env_extra: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run(
         [sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
@@ -42,7 +53,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("home")
     os.environ["DOCSUM_HOME"] = str(home)
     docs = tmp_path_factory.mktemp("docs")
-    for name in ("railway_trust_minutes_2019-10.txt", "brindle_and_daughter_bakery.md", "library_renovation_fact_sheet.pdf"):
+    for name in (
+        "railway_trust_minutes_2019-10.txt",
+        "brindle_and_daughter_bakery.md",
+        "library_renovation_fact_sheet.pdf",
+    ):
         shutil.copy(REPO / "sample_data" / "docs" / name, docs / name)
     path = home / "it.sqlite"
     done = docsum("build", str(docs), "--store", str(path), "--base-url", BASE_URL, *SERVER, "--json")
@@ -62,7 +77,16 @@ def test_rebuild_is_free(store: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_answers(store: Path, mode: str) -> None:
     done = docsum(
-        "ask", "When was the surplus auction held?", "--store", str(store), "--base-url", BASE_URL, *SERVER, "--mode", mode, "--json",
+        "ask",
+        "When was the surplus auction held?",
+        "--store",
+        str(store),
+        "--base-url",
+        BASE_URL,
+        *SERVER,
+        "--mode",
+        mode,
+        "--json",
     )
     assert done.returncode in (0, 5), done.stderr
     result = json.loads(done.stdout)
@@ -76,7 +100,14 @@ def test_every_mode_answers(store: Path, mode: str) -> None:
 
 def test_streaming_prints_the_answer(store: Path) -> None:
     done = docsum(
-        "ask", "What did the bakery buy?", "--store", str(store), "--base-url", BASE_URL, *SERVER, "--stream",
+        "ask",
+        "What did the bakery buy?",
+        "--store",
+        str(store),
+        "--base-url",
+        BASE_URL,
+        *SERVER,
+        "--stream",
     )
     assert done.returncode == 0, done.stderr
     answer = done.stdout.split("\nSources:")[0]
@@ -86,7 +117,16 @@ def test_streaming_prints_the_answer(store: Path) -> None:
 
 def test_llm_retriever_parses_or_falls_back(store: Path) -> None:
     done = docsum(
-        "ask", "Who designed the library renovation?", "--store", str(store), "--base-url", BASE_URL, *SERVER, "--retriever", "llm", "--json",
+        "ask",
+        "Who designed the library renovation?",
+        "--store",
+        str(store),
+        "--base-url",
+        BASE_URL,
+        *SERVER,
+        "--retriever",
+        "llm",
+        "--json",
     )
     assert done.returncode in (0, 5), done.stderr
     json.loads(done.stdout)
@@ -104,8 +144,20 @@ def test_over_long_prompt_is_reported_in_one_line(tmp_path: Path) -> None:
     built = docsum("build", str(docs), "--store", str(store), "--llm", "extractive")
     assert built.returncode == 0, built.stderr
     done = docsum(
-        "ask", "Summarize the storm.", "--store", str(store), "--base-url", BASE_URL, "--model", "gemma",
-        "--context-window", "60000", "--max-output-tokens", "64", "--mode", "simple_summarize",
+        "ask",
+        "Summarize the storm.",
+        "--store",
+        str(store),
+        "--base-url",
+        BASE_URL,
+        "--model",
+        "gemma",
+        "--context-window",
+        "60000",
+        "--max-output-tokens",
+        "64",
+        "--mode",
+        "simple_summarize",
     )
     assert done.returncode == 1, (done.stdout, done.stderr)
     errors = [line for line in done.stderr.splitlines() if line.startswith("docsum: error")]

@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from docsum.models.llm import closing_stream
 from docsum.query.synthesizers.base import LLMSynthesizer

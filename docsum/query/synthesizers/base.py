@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, fields
-from typing import Any, AsyncIterator, Callable, ClassVar, Iterator
+from typing import Any, ClassVar
 
 from docsum.errors import ConfigError
 from docsum.models.llm import LLM, recording_calls, track_calls
@@ -25,7 +26,6 @@ log = logging.getLogger("docsum")
 
 # Why there is no answer when the model was asked and replied with nothing.
 EMPTY_ANSWER_REASON = "the model returned an empty answer"
-
 
 
 @dataclass(frozen=True)
@@ -98,12 +98,13 @@ class BaseSynthesizer:
         self.verbose = verbose
         self._progress = progress
 
-
     # -- what a synthesizer implements ---------------------------------------
     def get_response(self, query_str: str, text_chunks: list[str], **response_kwargs: Any) -> str | AsyncIterator[str]:
         return _run_sync(self.aget_response(query_str, text_chunks, **response_kwargs))
 
-    async def aget_response(self, query_str: str, text_chunks: list[str], **response_kwargs: Any) -> str | AsyncIterator[str]:
+    async def aget_response(
+        self, query_str: str, text_chunks: list[str], **response_kwargs: Any
+    ) -> str | AsyncIterator[str]:
         return await asyncio.to_thread(self.get_response, query_str, text_chunks, **response_kwargs)
 
     # Whether the passages reach `get_response` numbered for citation; off by
@@ -250,7 +251,9 @@ class LLMSynthesizer(BaseSynthesizer):
         for template, supplied in self.templates_used():
             template.check(supplied | set(response_kwargs))
 
-    async def _call(self, template: PromptTemplate, stream: bool, json_mode: bool = False, **values: Any) -> str | AsyncIterator[str]:
+    async def _call(
+        self, template: PromptTemplate, stream: bool, json_mode: bool = False, **values: Any
+    ) -> str | AsyncIterator[str]:
         if stream:
             return self.llm.astream(template, **values)
         return await self.llm.apredict(template, json_mode=json_mode, **values)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from docsum.lazyre import LazyPattern
 from docsum.models.llm import closing_stream
@@ -136,7 +137,9 @@ class Refine(LLMSynthesizer):
             answer = out
         if answer is None:
             if filtering:
-                raise NotSatisfied(f"none of the {len(parts)} passages answered the question (structured answer filtering)")
+                raise NotSatisfied(
+                    f"none of the {len(parts)} passages answered the question (structured answer filtering)"
+                )
             return ""
         if filtering and self.streaming:
             return _words(answer)

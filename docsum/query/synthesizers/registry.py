@@ -32,7 +32,14 @@ ENTRY_POINT_GROUP = "docsum.synthesizers"
 BUILTIN_MODES: dict[str, type[BaseSynthesizer]] = {
     cls.label: cls
     for cls in (
-        CompactAndRefine, Refine, TreeSummarize, SimpleSummarize, Accumulate, CompactAndAccumulate, NoText, ContextOnly,
+        CompactAndRefine,
+        Refine,
+        TreeSummarize,
+        SimpleSummarize,
+        Accumulate,
+        CompactAndAccumulate,
+        NoText,
+        ContextOnly,
     )
 }
 assert set(BUILTIN_MODES) == {m.value for m in ResponseMode}, "ResponseMode and the synthesizer classes disagree"
@@ -51,7 +58,12 @@ class Mode:
         return BUILTIN_MODES.get(self.label) is self.synthesizer
 
     def refuse_untaken(
-        self, *, template: bool = False, refine_template: bool = False, structured_filter: bool = False, emotion: bool = False
+        self,
+        *,
+        template: bool = False,
+        refine_template: bool = False,
+        structured_filter: bool = False,
+        emotion: bool = False,
     ) -> None:
         """ConfigError (exit 2) for an answer option given that this
         synthesizer would not use: never ignored in silence."""
@@ -73,7 +85,7 @@ class Mode:
     def create(
         self,
         llm: LLM | None,
-        options: AnswerOptions = AnswerOptions(),
+        options: AnswerOptions | None = None,
         *,
         streaming: bool = False,
         verbose: bool = False,
@@ -85,7 +97,8 @@ class Mode:
         if llm is None and issubclass(cls, LLMSynthesizer):
             raise ConfigError(f"response mode {self.label} needs an LLM")
         taken = cls.options_taken()
-        keywords = {name: value for name, value in options.given().items() if name in taken}
+        given = (options or AnswerOptions()).given()
+        keywords = {name: value for name, value in given.items() if name in taken}
         # A custom class is built as `MySynth(llm, streaming=...)`; verbose and
         # progress only when its constructor names them (the base's does).
         accepted = cls.constructor_keywords()

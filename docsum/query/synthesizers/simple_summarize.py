@@ -4,7 +4,8 @@ warning), one call."""
 from __future__ import annotations
 
 import logging
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from docsum.query.synthesizers.base import LLMSynthesizer
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from docsum.models.prompts import PromptTemplate
 from docsum.query.synthesizers.base import LLMSynthesizer
@@ -63,12 +64,18 @@ class TreeSummarize(LLMSynthesizer):
                 return await self._call(template, self.streaming, context_str=parts[0])
             tokens = sum(self.budget.tokenizer.count(p) for p in parts)
             if previous_tokens is not None and tokens >= previous_tokens:
-                log.warning("tree_summarize: level %d did not shrink the text (%d tokens); answering from what fits", level, tokens)
+                log.warning(
+                    "tree_summarize: level %d did not shrink the text (%d tokens); answering from what fits",
+                    level,
+                    tokens,
+                )
                 break
             previous_tokens = tokens
             self.progress(f"tree_summarize: level {level}, {len(parts)} parts")
             texts = list(await asyncio.gather(*(self.llm.apredict(template, context_str=p) for p in parts)))
         else:
-            log.warning("tree_summarize: stopped at the depth cap of %d levels; answering from what fits", MAX_TREE_DEPTH)
+            log.warning(
+                "tree_summarize: stopped at the depth cap of %d levels; answering from what fits", MAX_TREE_DEPTH
+            )
         fitted, _ = self.budget.truncate(template, texts)
         return await self._call(template, self.streaming, context_str="\n\n".join(fitted))

@@ -66,7 +66,9 @@ class BuildReport:
     JSON form (`docsum build --json`)."""
 
     store: str
-    counts: dict[str, int] = field(default_factory=lambda: {k: 0 for k in ("added", "updated", "unchanged", "removed", "failed")})
+    counts: dict[str, int] = field(
+        default_factory=lambda: {k: 0 for k in ("added", "updated", "unchanged", "removed", "failed")}
+    )
     failures: list[FileOutcome] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
     elapsed_s: float = 0.0
@@ -121,8 +123,14 @@ class BuildReport:
         if self.dry_run:
             out["dry_run"] = True
             out["plan"] = [
-                {"path": p.path, "action": p.action, "nodes": p.nodes, "llm_calls": p.calls,
-                 "prompt_tokens": p.prompt_tokens, "error": p.error}
+                {
+                    "path": p.path,
+                    "action": p.action,
+                    "nodes": p.nodes,
+                    "llm_calls": p.calls,
+                    "prompt_tokens": p.prompt_tokens,
+                    "error": p.error,
+                }
                 for p in self.plan
             ]
             calls, prompt = self.planned_calls, self.planned_prompt_tokens

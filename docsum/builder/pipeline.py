@@ -6,9 +6,9 @@ embedding) is committed in its own transaction the moment it is done, so a run
 killed at any point loses only the documents still in flight, and the next run
 picks up the rest.
 
-The stages live in their own modules: docsum.build.plan decides what to do
-(the folder against the store), docsum.build.document does one document,
-docsum.build.schedule runs many at once; this module runs a build from start
+The stages live in their own modules: docsum.builder.plan decides what to do
+(the folder against the store), docsum.builder.document does one document,
+docsum.builder.schedule runs many at once; this module runs a build from start
 to end and brings the files questions read (vectors, BM25 index) up to date.
 """
 
@@ -22,11 +22,11 @@ import tempfile
 import time
 from pathlib import Path, PurePosixPath
 
-from docsum.build.document import DocumentWorker
-from docsum.build.embedbatch import SummaryEmbedder
-from docsum.build.plan import Plan, Reconciler, Work, check_build_options, fingerprints, lies_inside
-from docsum.build.report import BuildOptions, BuildReport, BuildReporter, FileOutcome, FileWarning, SilentReporter
-from docsum.build.schedule import CLAIM_POLL_SECONDS, Breaker, StoredElsewhere, run_gated
+from docsum.builder.document import DocumentWorker
+from docsum.builder.embedbatch import SummaryEmbedder
+from docsum.builder.plan import Plan, Reconciler, Work, check_build_options, fingerprints, lies_inside
+from docsum.builder.report import BuildOptions, BuildReport, BuildReporter, FileOutcome, FileWarning, SilentReporter
+from docsum.builder.schedule import CLAIM_POLL_SECONDS, Breaker, StoredElsewhere, run_gated
 from docsum.errors import LLMError
 from docsum.ingest.parsing import ParsePool, TextCache
 from docsum.models.llm import LLM, track_calls
@@ -45,7 +45,9 @@ log = logging.getLogger("docsum")
 
 
 class Builder:
-    def __init__(self, store: DocumentStore, llm: LLM, options: BuildOptions, reporter: BuildReporter | None = None) -> None:
+    def __init__(
+        self, store: DocumentStore, llm: LLM, options: BuildOptions, reporter: BuildReporter | None = None
+    ) -> None:
         self.store = store
         self.llm = llm
         self.options = options
@@ -54,7 +56,7 @@ class Builder:
         self.worker = DocumentWorker(store, llm, options, self.split_fp, self.summary_fp, self._cache_dir())
 
     async def reconcile(self) -> Plan:
-        """What this build has to do (see docsum.build.plan)."""
+        """What this build has to do (see docsum.builder.plan)."""
         return await Reconciler(self.store, self.options, self.split_fp, self.summary_fp).reconcile()
 
     async def run(self) -> BuildReport:
@@ -75,7 +77,12 @@ class Builder:
 
     async def _run(self) -> BuildReport:
         started = time.monotonic()
-        report = BuildReport(self.store.label, dry_run=self.options.dry_run, model=self.llm.metadata.price_key, num_output=self.llm.metadata.num_output)
+        report = BuildReport(
+            self.store.label,
+            dry_run=self.options.dry_run,
+            model=self.llm.metadata.price_key,
+            num_output=self.llm.metadata.num_output,
+        )
         plan = await self.reconcile()
         todo, to_remove, known = plan.todo, plan.to_remove, plan.known
         report.skipped = plan.skipped
@@ -87,6 +94,7 @@ class Builder:
             self.reporter.file_done(outcome)
 
         if self.options.dry_run:
+
             async def plan_one(work: Work) -> FileOutcome:
                 outcome = await self.worker.plan(work)
                 self.reporter.file_done(outcome)  # as each finishes: progress from the first file
@@ -103,7 +111,9 @@ class Builder:
 
         # We hold the build lock: a build still marked running was killed.
         self.store.close_abandoned_runs("build")
-        run_id = self.store.start_run("build", {"paths": [str(p) for p in self.options.paths], "model": self.llm.metadata.model})
+        run_id = self.store.start_run(
+            "build", {"paths": [str(p) for p in self.options.paths], "model": self.llm.metadata.model}
+        )
         status = "interrupted"
         self.worker.run_id, self.worker.recorded = run_id, set()
         recorded = self.worker.recorded
@@ -120,9 +130,11 @@ class Builder:
                 if self.options.prune:
                     # A failed file that has since vanished is no longer retried.
                     for failure in self.store.failures():
-                        if (lies_inside(failure["root"], failure["path"], plan.roots)
-                                and not lies_inside(failure["root"], failure["path"], plan.protected)
-                                and (failure["root"], failure["path"]) not in plan.seen):
+                        if (
+                            lies_inside(failure["root"], failure["path"], plan.roots)
+                            and not lies_inside(failure["root"], failure["path"], plan.protected)
+                            and (failure["root"], failure["path"]) not in plan.seen
+                        ):
                             self.store.clear_failure(failure["root"], failure["path"])
                 # Bound documents in memory at once; requests in flight are bounded
                 # separately (and process-wide) by the LLM's own limit.
@@ -210,13 +222,13 @@ class Builder:
                 self.reporter.finish()
         return report
 
-
-
     def _record_call(self, run_id: int, call: CallRecord, recorded: set[int]) -> None:
         if id(call) in recorded:
             return
         recorded.add(id(call))
-        self.store.record_call(run_id, call.kind, call.model, call.prompt_tokens, call.completion_tokens, call.seconds, call.ok)
+        self.store.record_call(
+            run_id, call.kind, call.model, call.prompt_tokens, call.completion_tokens, call.seconds, call.ok
+        )
 
     def _count(self, report: BuildReport, outcome: FileOutcome) -> None:
         if outcome.action in report.counts:
@@ -228,7 +240,6 @@ class Builder:
         report.warnings.extend(FileWarning(outcome.path, warning) for warning in outcome.warnings)
         if outcome.extractor:
             report.extractors[outcome.path] = outcome.extractor
-
 
     def _done_elsewhere(self, work: Work) -> FileOutcome | None:
         """With builders sharing the store: whether another one stored this
@@ -259,9 +270,9 @@ class Builder:
             self.store.release_claim(doc.doc_id)
 
 
-
-
-async def build(store_path: StoreLocation, llm: LLM, options: BuildOptions, reporter: BuildReporter | None = None) -> BuildReport:
+async def build(
+    store_path: StoreLocation, llm: LLM, options: BuildOptions, reporter: BuildReporter | None = None
+) -> BuildReport:
     """Reconcile the store at `store_path` (a file or a postgresql:// URL) with
     `options.paths`. A SQLite store is held by its build lock for the whole
     run; builders sharing a PostgreSQL store claim documents one by one

@@ -4,7 +4,7 @@ Every file found is classified against the document the store holds for it
 (unchanged, touched, re-split only, changed or new), vanished documents are
 listed for removal unless their folder looks unmounted, and the options are
 checked before anything is read. Nothing here calls the LLM or writes the
-store; docsum.build.pipeline does that with the plan made here.
+store; docsum.builder.pipeline does that with the plan made here.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from docsum.build.report import BuildOptions, FileOutcome
+from docsum.builder.report import BuildOptions, FileOutcome
 from docsum.errors import ConfigError
 from docsum.ingest.discover import FoundFile, SkippedFile, discover, exclusion_spec, printable_name
 from docsum.ingest.formats import SUPPORTED_SUFFIXES
@@ -35,6 +35,7 @@ from docsum.store.records import StoredFile, make_doc_id
 
 SPLITTER_VERSION = "1"
 READ_BLOCK = 1 << 20
+
 
 def _fingerprint(parts: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()[:16]
@@ -55,7 +56,12 @@ def fingerprints(llm: LLM, options: BuildOptions) -> tuple[str, str]:
     meta = llm.metadata
     template, query = summary_template_for(options)
     split_fp = _fingerprint(
-        {"v": SPLITTER_VERSION, "size": options.chunk_size, "overlap": options.chunk_overlap, "tok": meta.tokenizer.name}
+        {
+            "v": SPLITTER_VERSION,
+            "size": options.chunk_size,
+            "overlap": options.chunk_overlap,
+            "tok": meta.tokenizer.name,
+        }
     )
     summary_fp = _fingerprint(
         {
@@ -170,7 +176,11 @@ class Reconciler:
                     touched.append((existing.doc_id, st.st_size, st.st_mtime_ns))  # type: ignore[union-attr]
                 continue
             doc_id = existing.doc_id if existing is not None else make_doc_id(root, found.relpath)
-            todo.append(Work(found, doc_id, existing, st.st_size, st.st_mtime_ns, resplit_only=state == "resplit", inside=inside))
+            todo.append(
+                Work(
+                    found, doc_id, existing, st.st_size, st.st_mtime_ns, resplit_only=state == "resplit", inside=inside
+                )
+            )
         # Only folders given to this build are pruned: building another folder
         # into the same store must not wipe the first one, and a file named
         # directly (`docsum build folder/a.txt`) must not remove its siblings.
@@ -206,10 +216,16 @@ class Reconciler:
             held = sum(1 for d in vanished if lies_inside(d.root, d.path, {folder}))
             if held:
                 guarded.add(folder)
-                known.append(FileOutcome(folder, "failed", (
-                    f"no document found in this folder but the store holds {held} from it; nothing removed "
-                    "(an unmounted share?); pass --prune-empty to remove them"
-                )))
+                known.append(
+                    FileOutcome(
+                        folder,
+                        "failed",
+                        (
+                            f"no document found in this folder but the store holds {held} from it; nothing removed "
+                            "(an unmounted share?); pass --prune-empty to remove them"
+                        ),
+                    )
+                )
         return guarded
 
     def _compare(self, doc: StoredFile, st: os.stat_result) -> str:
@@ -278,11 +294,15 @@ class _StoredRoots:
             if below:
                 if not found.relpath.startswith(prefix):
                     continue
-                rel = found.relpath[len(prefix):]
+                rel = found.relpath[len(prefix) :]
             else:
                 rel = prefix + found.relpath
             if (root, rel) in self.keys:
-                return found if (root, rel) == (base, found.relpath) else dataclasses.replace(found, root=Path(root), relpath=rel)
+                return (
+                    found
+                    if (root, rel) == (base, found.relpath)
+                    else dataclasses.replace(found, root=Path(root), relpath=rel)
+                )
             candidates.append((root, rel))
         if (base, found.relpath) in self.keys or not candidates:
             return found

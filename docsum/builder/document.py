@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from docsum.build.embedbatch import SummaryEmbedder
-from docsum.build.plan import Work, summary_template_for
-from docsum.build.report import BuildOptions, FileOutcome
+from docsum.builder.embedbatch import SummaryEmbedder
+from docsum.builder.plan import Work, summary_template_for
+from docsum.builder.report import BuildOptions, FileOutcome
 from docsum.errors import ContextLengthError, LLMError, LoadError
 from docsum.ingest.parsing import Parsed, ParsePool, ParseRequest, unexpected_reason
 from docsum.ingest.split import Chunk
@@ -37,7 +37,9 @@ class DocumentWorker:
     `pool` (the parse workers), `embedder` (bound to the run's event loop),
     `run_id`, and `recorded`, the calls (by identity) already in the store."""
 
-    def __init__(self, store: DocumentStore, llm: LLM, options: BuildOptions, split_fp: str, summary_fp: str, cache: Path) -> None:
+    def __init__(
+        self, store: DocumentStore, llm: LLM, options: BuildOptions, split_fp: str, summary_fp: str, cache: Path
+    ) -> None:
         self.store = store
         self.llm = llm
         self.options = options
@@ -99,8 +101,12 @@ class DocumentWorker:
             return FileOutcome(work.found.relpath, action, nodes=len(chunks), extractor=loaded.extractor)
         calls = self.summarizer.plan(self.query, [loaded.text]) or 0
         return FileOutcome(
-            work.found.relpath, action, nodes=len(chunks), calls=calls,
-            prompt_tokens=self._planned_prompt_tokens(loaded.text), extractor=loaded.extractor,
+            work.found.relpath,
+            action,
+            nodes=len(chunks),
+            calls=calls,
+            prompt_tokens=self._planned_prompt_tokens(loaded.text),
+            extractor=loaded.extractor,
         )
 
     def _planned_prompt_tokens(self, text: str) -> int:
@@ -149,11 +155,13 @@ class DocumentWorker:
                 summary = summary.strip()
                 if not summary:
                     raise LLMError("the model returned an empty summary")
-                embedding, embed_model = await self._embed(summary_index_text(rel, loaded.title, summary), rel, release_gate)
+                embedding, embed_model = await self._embed(
+                    summary_index_text(rel, loaded.title, summary), rel, release_gate
+                )
         except LLMError as exc:
             outcome = self._failed(root, rel, f"summary failed: {exc}")
             # A prompt too long for the model is this document's problem; any
-            # other server failure may be the server's (see docsum.build.schedule.Breaker).
+            # other server failure may be the server's (see docsum.builder.schedule.Breaker).
             outcome.llm_failed = not isinstance(exc, ContextLengthError)
             return outcome
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
@@ -183,8 +191,13 @@ class DocumentWorker:
             return self._failed(root, rel, f"cannot be stored: text with an invalid character ({exc.reason})")
         self.recorded.update(id(c) for c in calls)  # committed: not to be written again
         return FileOutcome(
-            rel, "updated" if work.existing else "added", nodes=len(nodes), calls=len(calls),
-            prompt_tokens=sum(c.prompt_tokens for c in calls), warnings=loaded.warnings, extractor=loaded.extractor,
+            rel,
+            "updated" if work.existing else "added",
+            nodes=len(nodes),
+            calls=len(calls),
+            prompt_tokens=sum(c.prompt_tokens for c in calls),
+            warnings=loaded.warnings,
+            extractor=loaded.extractor,
         )
 
     def _resplit(self, work: Work, current: DocumentRecord, parsed: Parsed) -> FileOutcome:
@@ -231,7 +244,11 @@ class DocumentWorker:
             # embedding endpoint failed or answered nonsense. Lexical vectors
             # keep retrieval working.
             reason = str(exc) if isinstance(exc, LLMError) else unexpected_reason(exc)
-            log.warning("embedding failed%s (%s); storing lexical vectors for this summary", f" for {rel}" if rel else "", reason)
+            log.warning(
+                "embedding failed%s (%s); storing lexical vectors for this summary",
+                f" for {rel}" if rel else "",
+                reason,
+            )
             return lexical_vectors([text])[0], LEXICAL_EMBED_MODEL
 
     def _embed_dim(self, model: str) -> int | None:

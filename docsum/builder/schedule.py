@@ -8,8 +8,8 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from docsum.build.plan import Work
-from docsum.build.report import FileOutcome
+from docsum.builder.plan import Work
+from docsum.builder.report import FileOutcome
 from docsum.store.base import DocumentStore
 from docsum.store.records import StoredVersion
 
@@ -45,7 +45,6 @@ async def run_gated(works: list[Work], gate: asyncio.Semaphore, one: Callable[[W
     finally:
         for task in running:
             task.cancel()
-
 
 
 class StoredElsewhere:
