@@ -191,6 +191,6 @@ def test_an_english_question_compiles_no_pattern_it_does_not_use(sample_store: P
         "docsum.lexical.CJK_CHARACTER",
         "docsum.lexical._REGISTRANT",
         "docsum.models.prose._CAPTION",
-        "docsum.query.synthesizers.refine._META",
+        "docsum.synthesizers.refine._META",
     ):
         assert lazy[name] is False, name
