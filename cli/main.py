@@ -34,11 +34,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # request, rich on a terminal, the evaluation code for eval.
 if TYPE_CHECKING:
     from docsum.builder.report import BuildOptions
+    from docsum.locations import StoreLocation
     from docsum.models.llm import LLM
     from docsum.query.options import AskOptions
     from docsum.query.question import Question
     from docsum.query.results import AskResult
     from docsum.store.base import DocumentStore
+    from docsum.store.records import DocumentRecord
 
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.
@@ -128,7 +130,7 @@ def build(
     return ExitCode.PARTIAL if report.counts["failed"] else ExitCode.OK
 
 
-def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit: int) -> None:
+def _check_build_calls(store_path: StoreLocation, llm: LLM, options: BuildOptions, limit: int) -> None:
     """Plan the build as --dry-run does; refuse it before any call when it
     plans more than `limit` LLM calls."""
     from docsum.builder.pipeline import build as build_store
@@ -197,7 +199,7 @@ def ask(
     # terminal, with -v or --explain elsewhere; never on stdout.
     progress_to = env.info if env.verbose or explain or env.stderr_isatty else None
 
-    async def go():  # type: ignore[no-untyped-def]
+    async def go() -> AskResult:
         try:
             result = await ask_question(store_path, llm, question, options, explain=explain_to, progress=progress_to)
             streamed = result.stream is not None
@@ -349,7 +351,7 @@ def _first_line(text: str) -> str:
     return stripped.splitlines()[0] if stripped else ""
 
 
-def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
+def _find(store: DocumentStore, ref: str) -> DocumentRecord:
     from docsum.query.docref import find_documents
 
     matches = find_documents(store, ref)

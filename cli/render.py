@@ -11,7 +11,7 @@ from docsum.sanitize import clean_name, clean_text
 from .env import Environment
 
 if TYPE_CHECKING:  # rich only on a terminal; docsum.query and docsum.builder.pipeline come with their commands
-    from rich.progress import Progress
+    from rich.progress import Progress, TaskID
 
     from docsum.builder.report import BuildReport, FileOutcome
     from docsum.query.results import AskResult
@@ -24,7 +24,7 @@ class BuildProgress:
         self.env = env
         self.enabled = enabled and not env.quiet
         self.bar: Progress | None = None
-        self.task = None
+        self.task: TaskID | None = None
         self.calls = 0
         self.tokens = 0
         self.started = time.monotonic()

@@ -43,7 +43,7 @@ EXTRACTOR_PYPDF = "pypdf"
 # real file we have and keeps the worst case near 100 MB of parsed objects;
 # pypdf's per-stream parsing budget (2 million tokens) and its decompression
 # limits stay as they are and still bound a hostile file.
-PYPDF_LIMITS: dict[str, int] = {"array_maximum_element_count": 1_000_000}
+PYPDF_ARRAY_LIMIT = 1_000_000
 
 _FAILED_PAGE_WARNINGS = 3
 _FILENAME_LIKE = re.compile(r".*\.(pdf|docx?|odt|rtf|txt|tex|dvi|ps|indd|pptx?|xlsx?|html?)$", re.IGNORECASE)
@@ -322,7 +322,7 @@ def pdfium_pages(data: bytes) -> PdfPages:
 def _pypdf_limits() -> AbstractContextManager[Any]:
     import pypdf
 
-    return pypdf.apply_configuration(**PYPDF_LIMITS)
+    return pypdf.apply_configuration(array_maximum_element_count=PYPDF_ARRAY_LIMIT)
 
 
 def _damaged(label: str, exc: BaseException) -> LoadError:

@@ -159,13 +159,13 @@ def _refine(
         next_counts: list[int] = []
         next_flags: list[bool] = []
         for idx, span in enumerate(spans):
-            parts = replaced.get(idx)
-            if parts is None:
+            pieces = replaced.get(idx)
+            if pieces is None:
                 next_spans.append(span)
                 next_counts.append(counts[idx])
                 next_flags.append(split_flags[idx])
             else:
-                for part in parts:
+                for part in pieces:
                     next_spans.append(part)
                     next_counts.append(next(new_counts))
                     next_flags.append(True)

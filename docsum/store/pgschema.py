@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from docsum.errors import ConfigError, DocsumError, StoreVersionError
 from docsum.locations import display_location, location_secrets
 from docsum.store.pgvector import SEARCH_PATH_SQL
+from docsum.store.records import aggregate_row
 from docsum.store.tables import V1_TABLES
 
 if TYPE_CHECKING:
@@ -119,8 +120,7 @@ def migrate(conn: psycopg.Connection[Any], where: str) -> None:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
             conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.schema_version (version INTEGER NOT NULL)")
             current = schema_version(conn) or 0
-            row = conn.execute(f"SELECT count(*) FROM {SCHEMA}.schema_version").fetchone()
-            if row[0] == 0:
+            if aggregate_row(conn.execute(f"SELECT count(*) FROM {SCHEMA}.schema_version"))[0] == 0:
                 conn.execute(f"INSERT INTO {SCHEMA}.schema_version (version) VALUES (0)")
             if current > len(migrations):
                 raise StoreVersionError(f"{where}: written by a newer docsum (schema v{current}); upgrade docsum")

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from docsum.store.tables import DOCUMENTS, NODES
 
@@ -266,3 +266,18 @@ def summary_index_text(path: str, title: str, summary: str) -> str:
     if title and title.strip() and title.strip() != Path(path).stem:
         head += f"\nTitle: {title.strip()}"
     return f"{head}\n{summary.strip()}"
+
+
+class Executor(Protocol):
+    """A connection inside a write transaction (sqlite3 or psycopg)."""
+
+    def execute(self, sql: Any, params: Any = ...) -> Any: ...
+
+
+def aggregate_row(cursor: Any) -> Any:
+    """The row of an aggregate query without GROUP BY (`SELECT count(*) ...`),
+    which a database always returns; a driver types fetchone() as optional."""
+    row = cursor.fetchone()
+    if row is None:
+        raise RuntimeError("an aggregate query returned no row")
+    return row
