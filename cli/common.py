@@ -19,6 +19,7 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from docsum.errors import DocsumError, ExitCode, Interrupted
+from docsum.sanitize import scrub
 from docsum.settings import EVERY_COMMAND, Setting, for_command
 
 from .env import Environment, configure_logging
@@ -188,9 +189,11 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
         # Library users (and in-process tests) keep their own logging setup.
         logger.handlers[:], logger.propagate, logger.level = saved[0], saved[1], saved[2]
     if flags.get("json") and failure is not None and not env.wrote_stdout:
-        # With --json every outcome is one JSON document on stdout.
+        # With --json every outcome is one JSON document on stdout. The message
+        # is as scrubbed as the stderr line: it is the same library text.
+        message = scrub(failure[1], env.secrets)
         with contextlib.suppress(OSError, ValueError):
-            env.out_json({"error": {"exit_code": int(code), "type": failure[0], "message": failure[1]}})
+            env.out_json({"error": {"exit_code": int(code), "type": failure[0], "message": message}})
     if code:
         raise typer.Exit(int(code))
 

@@ -3,20 +3,21 @@ docsum.store.sqlite) and a shared PostgreSQL database (docsum.store.postgres).
 
 Everything above the store (build, ask, eval, the CLI) talks to `DocumentStore`
 and opens stores through `open_store`, so the pipeline exists once. A store is
-named by a *location*: a file path, or a `postgresql://` (or `postgres://`)
-connection string. The connection string may carry a password; `display_location`
+named by a *location*: a file path, or a PostgreSQL connection string, as a
+`postgresql://` (or `postgres://`) URL or in libpq's keyword=value form
+(docsum.store.conninfo). The connection string may carry a password; `display_location`
 is the only form of it that is ever printed or stored.
 """
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
-from docsum.sanitize import mask_url, url_credentials, url_query_secrets
+from docsum.sanitize import connection_secrets, scrub
+from docsum.store.conninfo import check_conninfo, is_conninfo
 from docsum.store.records import CallRow, DocumentRecord, NodeRecord, StoredFile, StoredVersion
 from docsum.store.vectors import VectorChanges
 
@@ -31,31 +32,33 @@ _PG_SCHEMES = ("postgresql://", "postgres://")
 
 
 def is_postgres(location: StoreLocation) -> bool:
-    """Whether `location` names a PostgreSQL store (a connection URL)."""
-    return isinstance(location, str) and location.strip().lower().startswith(_PG_SCHEMES)
+    """Whether `location` names a PostgreSQL store (a connection URL or a
+    keyword=value connection string)."""
+    if not isinstance(location, str):
+        return False
+    return location.strip().lower().startswith(_PG_SCHEMES) or is_conninfo(location)
+
+
+def check_location(location: StoreLocation) -> None:
+    """Refuse (exit 2) a keyword=value connection string libpq would not
+    take, before anything is opened or created."""
+    if isinstance(location, str) and is_conninfo(location):
+        check_conninfo(location)
 
 
 def display_location(location: StoreLocation) -> str:
-    """`location` fit for output: a connection URL's password (and any
+    """`location` fit for output: a connection string's password (and any
     credential-like parameter, such as libpq's `sslpassword`) replaced by ***,
-    by the same rule as every URL docsum prints (docsum.sanitize.mask_url)."""
+    by the same rule as every message docsum prints (docsum.sanitize.scrub)."""
     text = str(location)
-    return mask_url(text) if is_postgres(location) else text
+    return scrub(text) if is_postgres(location) else text
 
 
 def location_secrets(location: StoreLocation) -> list[str]:
-    """The passwords inside a connection URL, as typed and percent-decoded
-    (a driver's error may echo either), for the CLI's output redaction."""
-    if not is_postgres(location):
-        return []
-    text = str(location).strip()
-    secrets: list[str] = []
-    credentials = url_credentials(text)
-    if credentials and credentials[1]:
-        typed = urllib.parse.urlsplit(text).netloc.rpartition("@")[0].partition(":")[2]
-        secrets += [typed, credentials[1]]
-    secrets += url_query_secrets(text)
-    return list(dict.fromkeys(s for s in secrets if s))
+    """The passwords inside a connection string, as typed and decoded (a
+    driver's error may echo either), for the output redaction; found also in
+    a string that does not parse (docsum.sanitize.connection_secrets)."""
+    return connection_secrets(str(location).strip()) if is_postgres(location) else []
 
 
 class ClosesOnExit:
@@ -150,6 +153,7 @@ def open_store(location: StoreLocation, *, create: bool = True, readonly: bool =
     if is_postgres(location):
         from docsum.store.postgres import PostgresStore
 
+        check_location(location)
         return PostgresStore.open(str(location), create=create, readonly=readonly)
     from docsum.store.sqlite import Store  # not at the top: sqlite builds on this module
 
@@ -161,5 +165,6 @@ def store_exists(location: StoreLocation) -> bool:
     if is_postgres(location):
         from docsum.store.postgres import PostgresStore
 
+        check_location(location)
         return PostgresStore.exists(str(location))
     return Path(location).exists()
