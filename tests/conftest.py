@@ -104,6 +104,36 @@ def pg_server() -> Iterator[object]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[object]:
+    """A second throwaway server, one whose PostgreSQL has pgvector: the
+    `pgserver` wheel's (tests/pgserver.py::pgvector_bindir), which the test
+    extra installs. Skips with the reason without it; with
+    DOCSUM_REQUIRE_PGVECTOR=1 (CI) that is a failure instead."""
+    import os
+
+    from pgserver import PostgresServer, pgvector_bindir
+
+    bindir = pgvector_bindir()
+    problem = "" if bindir is not None else "no PostgreSQL with pgvector: pip install -e '.[test]' (the pgserver wheel)"
+    if not problem:
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            problem = "psycopg is not installed: pip install -e '.[test]'"
+    if problem:
+        if os.environ.get("DOCSUM_REQUIRE_PGVECTOR") == "1":
+            pytest.fail(f"DOCSUM_REQUIRE_PGVECTOR=1 but {problem}")
+        pytest.skip(problem)
+    assert bindir is not None
+    server = PostgresServer(bindir, in_memory=True)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def pg_url(pg_server: object) -> str:
     """A superuser URL to a fresh, empty database."""
