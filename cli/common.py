@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from docsum.errors import DocsumError, ExitCode, Interrupted
+from docsum.errors import DocsumError, ExitCode, Interrupted, one_line
 from docsum.sanitize import scrub
 from docsum.settings import EVERY_COMMAND, Setting, for_command
 
@@ -176,7 +176,9 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
             where = f": {exc.filename}" if exc.filename else ""
             message = f"{exc.strerror.lower()}{where}"
         else:
-            message = f"store: {exc}"
+            # One line, and never the value sqlite3 quotes after "with text"
+            # (a document's own text, when a read met damaged text).
+            message = f"store: {one_line(str(exc).split(' with text ', 1)[0])}"
         env.error(f"docsum: error: {message}")
         code, failure = ExitCode.ERROR, (type(exc).__name__, message)
     except Exception as exc:  # a bug: one line by default, the traceback with -v

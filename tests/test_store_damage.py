@@ -77,3 +77,24 @@ def test_a_build_that_meets_damaged_text_rebuilds_it_at_once(built: tuple[Path, 
         rebuilt = run_cli("build", docs, "--store", store, "--json")
     assert rebuilt.code == 0 and rebuilt.json()["documents"]["updated"] == 1
     assert run_cli("summaries", "--store", store).code == 0
+
+
+@pytest.mark.parametrize(
+    "damaged",
+    ["store.sqlite.bm25/summaries/indices.npy", "store.sqlite.bm25/nodes/owners.npy", "store.sqlite.vectors"],
+)
+def test_a_truncated_index_or_vector_file_is_made_anew(built: tuple[Path, Path], damaged: str) -> None:
+    docs, store = built
+    ask = ("ask", QUESTION, "--store", store, "--retriever", "fused", "--json")
+    first = run_cli(*ask)
+    assert first.code == 0, first
+    target = store.parent / damaged
+    assert target.exists(), sorted(p.name for p in store.parent.iterdir())
+    # A build that added one document: the next question updates the kept index from its files.
+    (docs / "extra.txt").write_text("A note on the ferry timetable for the winter.\n", encoding="utf-8")
+    assert run_cli("build", docs, "--store", store, "-q").code == 0
+    with open(target, "r+b") as fh:
+        fh.truncate(100)
+    again = run_cli(*ask)
+    assert again.code == 0, again
+    assert [d["path"] for d in again.json()["documents"]] == [d["path"] for d in first.json()["documents"]]
