@@ -15,8 +15,9 @@ from helpers import run_cli
 from pgserver import TEST_PASSWORD, TEST_ROLE
 
 from docsum.errors import ConfigError, DocsumError
+from docsum.locations import display_location, is_postgres
 from docsum.sanitize import Redactor, connection_secrets, scrub
-from docsum.store.base import display_location, is_postgres, open_store
+from docsum.store.opening import open_store
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "sample_data" / "docs"
 MALFORMED = "postgresql://postgres:pw-S3CRET@[::1:54329/ds"

@@ -3,9 +3,8 @@ docsum.store.sqlite) and a shared PostgreSQL database (docsum.store.postgres).
 
 Everything above the store (build, ask, eval, the CLI) talks to `DocumentStore`
 and opens stores through `open_store`, so the pipeline exists once. A store is
-named by a *location*: a file path, or a PostgreSQL connection string, as a
-`postgresql://` (or `postgres://`) URL or in libpq's keyword=value form
-(docsum.store.conninfo). The connection string may carry a password; `display_location`
+named by a *location*: a file path, or a `postgresql://` (or `postgres://`)
+connection string. The connection string may carry a password; `display_location`
 is the only form of it that is ever printed or stored.
 """
 
@@ -16,8 +15,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
-from docsum.sanitize import connection_secrets, scrub
-from docsum.store.conninfo import check_conninfo, is_conninfo
 from docsum.store.records import CallRow, DocumentRecord, NodeRecord, StoredFile, StoredVersion
 from docsum.store.vectors import VectorChanges
 
@@ -25,40 +22,6 @@ if TYPE_CHECKING:  # annotations only: the CLI imports this module for every com
     import numpy as np
 
     from docsum.store.pgvector import ServerSearch
-
-StoreLocation = Path | str
-
-_PG_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres(location: StoreLocation) -> bool:
-    """Whether `location` names a PostgreSQL store (a connection URL or a
-    keyword=value connection string)."""
-    if not isinstance(location, str):
-        return False
-    return location.strip().lower().startswith(_PG_SCHEMES) or is_conninfo(location)
-
-
-def check_location(location: StoreLocation) -> None:
-    """Refuse (exit 2) a keyword=value connection string libpq would not
-    take, before anything is opened or created."""
-    if isinstance(location, str) and is_conninfo(location):
-        check_conninfo(location)
-
-
-def display_location(location: StoreLocation) -> str:
-    """`location` fit for output: a connection string's password (and any
-    credential-like parameter, such as libpq's `sslpassword`) replaced by ***,
-    by the same rule as every message docsum prints (docsum.sanitize.scrub)."""
-    text = str(location)
-    return scrub(text) if is_postgres(location) else text
-
-
-def location_secrets(location: StoreLocation) -> list[str]:
-    """The passwords inside a connection string, as typed and decoded (a
-    driver's error may echo either), for the output redaction; found also in
-    a string that does not parse (docsum.sanitize.connection_secrets)."""
-    return connection_secrets(str(location).strip()) if is_postgres(location) else []
 
 
 class ClosesOnExit:
@@ -145,26 +108,3 @@ class DocumentStore(Protocol):
     def get_meta(self, key: str, default: Any = None) -> Any: ...
     def set_meta(self, key: str, value: Any) -> None: ...
     def integrity_ok(self) -> bool: ...
-
-
-def open_store(location: StoreLocation, *, create: bool = True, readonly: bool = False) -> DocumentStore:
-    """Open the store at `location` (a path or a postgresql:// URL); see Store.open
-    for create/readonly. psycopg is imported only here, only for PostgreSQL."""
-    if is_postgres(location):
-        from docsum.store.postgres import PostgresStore
-
-        check_location(location)
-        return PostgresStore.open(str(location), create=create, readonly=readonly)
-    from docsum.store.sqlite import Store  # not at the top: sqlite builds on this module
-
-    return Store.open(Path(location), create=create, readonly=readonly)
-
-
-def store_exists(location: StoreLocation) -> bool:
-    """Whether a docsum store is at `location` (for PostgreSQL: its tables exist)."""
-    if is_postgres(location):
-        from docsum.store.postgres import PostgresStore
-
-        check_location(location)
-        return PostgresStore.exists(str(location))
-    return Path(location).exists()
