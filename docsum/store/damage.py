@@ -27,7 +27,7 @@ from pathlib import Path
 from docsum.errors import StoreDamagedError
 from docsum.sanitize import clean_name
 from docsum.store import sqlite_schema
-from docsum.store.tables import DOCUMENTS, NODES
+from docsum.store.tables import DOCUMENTS, NODES, Table
 
 log = logging.getLogger("docsum")
 
@@ -41,7 +41,7 @@ def is_damaged_text(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and _DECODE_ERROR in str(exc)
 
 
-def _text_columns(table: object) -> list[str]:
+def _text_columns(table: Table) -> list[str]:
     return [c.name for c in table.columns if c.kind == "text"]
 
 
