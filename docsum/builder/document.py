@@ -16,7 +16,7 @@ from docsum.builder.embedbatch import SummaryEmbedder
 from docsum.builder.plan import Work, summary_template_for
 from docsum.builder.report import BuildOptions, FileOutcome
 from docsum.errors import ContextLengthError, LLMError, LoadError
-from docsum.ingest.parsing import Parsed, ParsePool, ParseRequest, unexpected_reason
+from docsum.ingest.parsing import Parsed, ParsePool, ParseRequest, default_jobs, unexpected_reason
 from docsum.ingest.split import Chunk
 from docsum.ingest.textquality import garbage_reason
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
@@ -75,6 +75,9 @@ class DocumentWorker:
             chunk_size=options.chunk_size,
             chunk_overlap=options.chunk_overlap,
             cache_dir=str(cache) if options.use_cache else None,
+            ocr=options.ocr,
+            # The cores shared among the workers reading at once.
+            ocr_threads=max(1, default_jobs() // max(1, options.jobs or default_jobs())),
         )
 
     async def _load_and_split(self, work: Work) -> Parsed:

@@ -35,6 +35,7 @@ class BuildOptions:
     jobs: int | None = None  # worker processes reading files (None: one per core)
     parse_timeout_s: float = default("parse_timeout")  # per file
     parse_memory_mb: int = default("parse_memory")  # per worker process
+    ocr: str = default("ocr")  # docsum.ingest.ocr.MODES: which pages OCR reads
     cache_dir: Path | None = None  # extracted-text cache (None: the default under the docsum cache dir)
     use_cache: bool = True
     limits: Limits = DEFAULT_LIMITS  # documents in flight, embedding batch size
