@@ -223,6 +223,7 @@ class DocumentWorker:
             "sha256": parsed.sha256,
             "token_count": _token_count(parsed, self.llm.metadata.tokenizer),
             "page_count": len(parsed.loaded.page_starts) or None,
+            "page_origins": parsed.loaded.page_origins,
             "split_fingerprint": self.split_fp,
         }
 
