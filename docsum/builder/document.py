@@ -101,7 +101,13 @@ class DocumentWorker:
         except Exception as exc:  # noqa: BLE001 - same rule as _process
             return FileOutcome(work.found.relpath, "failed", unexpected_reason(exc))
         if work.resplit_only:
-            return FileOutcome(work.found.relpath, action, nodes=len(chunks), extractor=loaded.extractor)
+            return FileOutcome(
+                work.found.relpath,
+                action,
+                nodes=len(chunks),
+                extractor=loaded.extractor,
+                page_origins=loaded.page_origins,
+            )
         calls = self.summarizer.plan(self.query, [loaded.text]) or 0
         return FileOutcome(
             work.found.relpath,
@@ -110,6 +116,7 @@ class DocumentWorker:
             calls=calls,
             prompt_tokens=self._planned_prompt_tokens(loaded.text),
             extractor=loaded.extractor,
+            page_origins=loaded.page_origins,
         )
 
     def _planned_prompt_tokens(self, text: str) -> int:
@@ -201,6 +208,7 @@ class DocumentWorker:
             prompt_tokens=sum(c.prompt_tokens for c in calls),
             warnings=loaded.warnings,
             extractor=loaded.extractor,
+            page_origins=loaded.page_origins,
         )
 
     def _resplit(self, work: Work, current: DocumentRecord, parsed: Parsed) -> FileOutcome:
@@ -211,7 +219,14 @@ class DocumentWorker:
         record = dataclasses.replace(current, **self._file_fields(parsed), updated_at="")
         nodes = _node_records(work.doc_id, chunks)
         self.store.put_document(record, nodes)
-        return FileOutcome(rel, "updated", nodes=len(nodes), warnings=loaded.warnings, extractor=loaded.extractor)
+        return FileOutcome(
+            rel,
+            "updated",
+            nodes=len(nodes),
+            warnings=loaded.warnings,
+            extractor=loaded.extractor,
+            page_origins=loaded.page_origins,
+        )
 
     def _file_fields(self, parsed: Parsed) -> dict[str, Any]:
         """The fields of a document's record that come from its file and its

@@ -10,6 +10,7 @@ frames has only the first OCR_MAX_PAGES read.
 from __future__ import annotations
 
 import io
+import warnings as warnings_module
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,12 @@ def load_image(path: Path, data: bytes, mode: str) -> LoadedDocument:
     from PIL import Image
 
     try:
-        picture = Image.open(io.BytesIO(data))
+        with warnings_module.catch_warnings():
+            # Pillow's own bomb check, at docsum's limit: an error past twice
+            # it, a warning (silenced: _frame refuses it) in between.
+            warnings_module.simplefilter("ignore", Image.DecompressionBombWarning)
+            Image.MAX_IMAGE_PIXELS = MAX_DECLARED_PIXELS
+            picture = Image.open(io.BytesIO(data))
     except (OSError, ValueError, Image.DecompressionBombError) as exc:
         raise LoadError(label, one_line(f"not a readable image ({type(exc).__name__}: {exc})")) from exc
     with picture:

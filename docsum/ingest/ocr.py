@@ -61,6 +61,37 @@ class OcrUnavailable(Exception):
     """The OCR extra is not installed (or its models are missing)."""
 
 
+@dataclass(frozen=True)
+class PageCounts:
+    """How a document's pages were read, from its page origins."""
+
+    pages: int
+    ocr: int
+    unreadable: int
+
+    @classmethod
+    def of(cls, origins: str) -> PageCounts:
+        return cls(len(origins), origins.count(ORIGIN_OCR), origins.count(ORIGIN_NONE))
+
+    def __add__(self, other: PageCounts) -> PageCounts:
+        return PageCounts(self.pages + other.pages, self.ocr + other.ocr, self.unreadable + other.unreadable)
+
+    def describe(self) -> str:
+        """ "12 of 40 pages by OCR, 1 unreadable"; '' when every page had a text layer."""
+        if not (self.ocr or self.unreadable):
+            return ""
+        unreadable = f", {self.unreadable} unreadable" if self.unreadable else ""
+        return f"{self.ocr} of {self.pages} page{'s' if self.pages != 1 else ''} by OCR{unreadable}"
+
+    def as_dict(self) -> dict[str, int]:
+        return {"pages": self.pages, "ocr": self.ocr, "unreadable": self.unreadable}
+
+
+def ocr_pages(origins: str, pages: tuple[int, ...]) -> tuple[int, ...]:
+    """Those of ``pages`` (1-based) whose text OCR read, by the document's ``origins``."""
+    return tuple(p for p in pages if 0 < p <= len(origins) and origins[p - 1] == ORIGIN_OCR)
+
+
 def installed() -> bool:
     """The OCR extra's packages can be imported (without importing them)."""
     return all(importlib.util.find_spec(name) is not None for name in ("rapidocr", "onnxruntime"))
