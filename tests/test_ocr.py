@@ -203,3 +203,62 @@ def test_eval_pdfs_that_need_ocr_recover_their_text(entry: dict[str, Any]) -> No
     assert doc.page_origins == "o" * entry["pages_pdfinfo"]
     missing = [w for w in entry["ocr_words"] if w.lower() not in doc.text.lower()]
     assert not missing, (missing, doc.text[:500])
+
+
+def dense_scan(pages: int) -> bytes:
+    """`pages` Letter pages at 200 dpi full of drawn lines: seconds of OCR each."""
+    lines = [f"Line {n} of the harbour survey, with its soundings and tides." for n in range(40)]
+    from PIL import Image
+
+    images = []
+    for _ in range(pages):
+        page = Image.new("L", (1700, 2200), 255)
+        page.paste(picture(lines[:20]), (100, 100))
+        page.paste(picture(lines[20:]), (100, 1250))
+        images.append(page)
+    return saved(images[0], "PDF", resolution=200.0, save_all=True, append_images=images[1:])
+
+
+@needs_ocr
+def test_ocr_is_stopped_by_the_parse_timeout_and_by_sigint(tmp_path: Path) -> None:
+    import signal
+    import time
+    import uuid
+
+    from helpers import spawn_cli, stored_paths, subprocess_env, wait_for
+    from test_parsing import _processes_with, _stored_so_far
+
+    folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
+    write(folder / "a-notes.txt", "Plain notes about the river survey.")
+    write(folder / "b-scan.pdf", dense_scan(6))
+    timed = run_cli("build", folder, "--store", store, "--llm", "extractive", "--jobs", "1", "--parse-timeout", "3")
+    assert timed.code == 3, timed
+    assert "docsum: failed b-scan.pdf: still being read after 3 s; stopped (see --parse-timeout)" in timed.stderr
+
+    store = tmp_path / "t.sqlite"
+    mark = f"DOCSUM_TEST_MARK={uuid.uuid4().hex}"
+    proc = spawn_cli(
+        "build",
+        folder,
+        "--store",
+        store,
+        "--llm",
+        "extractive",
+        "--jobs",
+        "1",
+        env=subprocess_env(**dict([mark.split("=")])),
+    )
+    try:
+        wait_for(lambda: "a-notes.txt" in _stored_so_far(store), timeout=60, what="the text file committed")
+        time.sleep(2)  # the scan is now being read by OCR
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        stopped_after = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert stopped_after < 10, stopped_after  # not after six pages of OCR
+    assert "Traceback" not in err and stored_paths(store) == {"a-notes.txt"}
+    wait_for(lambda: not _processes_with(mark), timeout=10, what="every worker process gone")

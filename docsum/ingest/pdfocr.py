@@ -50,6 +50,8 @@ def needs_ocr(text: str, mode: str) -> bool:
 def with_ocr(path: Path, data: bytes, layer: LoadedDocument | None, mode: str) -> LoadedDocument:
     """``layer`` (the text layer, None when the PDF has none) with its
     unreadable pages, or every page under ``--ocr force``, read by OCR."""
+    if layer is not None and not any(needs_ocr(text, mode) for text in _page_texts(layer)):
+        return layer  # every page reads: nothing to render (the common case costs no second open)
     import pypdfium2
 
     label = str(path)
