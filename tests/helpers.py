@@ -317,3 +317,25 @@ def first_choice_then(answer: str):  # type: ignore[no-untyped-def]
         return answer
 
     return respond
+
+
+def processes_with(mark: str) -> list[int]:
+    """Processes whose environment holds `mark` (a build and its workers, marked by a test)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if mark.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def stored_so_far(store: Path) -> set[str]:
+    """The paths a store holds while a build writes it (none before it exists)."""
+    try:
+        return stored_paths(store)
+    except sqlite3.Error:  # not created yet
+        return set()

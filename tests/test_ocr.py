@@ -225,8 +225,7 @@ def test_ocr_is_stopped_by_the_parse_timeout_and_by_sigint(tmp_path: Path) -> No
     import time
     import uuid
 
-    from helpers import spawn_cli, stored_paths, subprocess_env, wait_for
-    from test_parsing import _processes_with, _stored_so_far
+    from helpers import processes_with, spawn_cli, stored_paths, stored_so_far, subprocess_env, wait_for
 
     folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
     write(folder / "a-notes.txt", "Plain notes about the river survey.")
@@ -249,7 +248,7 @@ def test_ocr_is_stopped_by_the_parse_timeout_and_by_sigint(tmp_path: Path) -> No
         env=subprocess_env(**dict([mark.split("=")])),
     )
     try:
-        wait_for(lambda: "a-notes.txt" in _stored_so_far(store), timeout=60, what="the text file committed")
+        wait_for(lambda: "a-notes.txt" in stored_so_far(store), timeout=60, what="the text file committed")
         time.sleep(2)  # the scan is now being read by OCR
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)
@@ -261,4 +260,4 @@ def test_ocr_is_stopped_by_the_parse_timeout_and_by_sigint(tmp_path: Path) -> No
     assert proc.returncode == 130, (out, err)
     assert stopped_after < 10, stopped_after  # not after six pages of OCR
     assert "Traceback" not in err and stored_paths(store) == {"a-notes.txt"}
-    wait_for(lambda: not _processes_with(mark), timeout=10, what="every worker process gone")
+    wait_for(lambda: not processes_with(mark), timeout=10, what="every worker process gone")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from docsum.errors import LoadError, one_line
-from docsum.ingest.load import LoadedDocument, paged_document
+from docsum.ingest.loaded import LoadedDocument, paged_document
 from docsum.ingest.ocr import (
     MAX_PAGE_PIXELS,
     MODE_OFF,

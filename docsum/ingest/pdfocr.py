@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from docsum.errors import LoadError, one_line
-from docsum.ingest.load import LoadedDocument, paged_document
+from docsum.ingest.loaded import LoadedDocument, paged_document
 from docsum.ingest.ocr import (
     MODE_AUTO,
     MODE_FORCE,
