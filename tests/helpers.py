@@ -28,7 +28,12 @@ if str(REPO) not in sys.path:
 
 SAMPLE_DOCS = REPO / "sample_data" / "docs"
 # The shared evaluation PDFs live next to the checkout (absent in a bare clone).
-EVAL_PDFS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
+# DOCSUM_EVAL_DIR names the eval folder where the checkout is elsewhere (a git worktree).
+EVAL_PDFS = (
+    Path(os.environ["DOCSUM_EVAL_DIR"]) / "pdfs"
+    if os.environ.get("DOCSUM_EVAL_DIR")
+    else Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
+)
 
 PLANTED_KEY = "sk-test-PLANTED-123"
 
