@@ -18,6 +18,7 @@ import typer
 
 from docsum import __version__ as docsum_version
 from docsum.errors import ConfigError, DocsumError, ExitCode
+from docsum.ingest.ocr import ORIGIN_NONE, ORIGIN_OCR, PageCounts
 from docsum.sanitize import clean_name, clean_text
 from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
 
@@ -390,6 +391,10 @@ def show(
         "kind": record.kind,
         "nodes": len(nodes),
         "pages": record.page_count,
+        # Each page's text origin: "t" text layer, "o" OCR, "-" unreadable ('' if not known).
+        "page_origins": record.page_origins,
+        "ocr_pages": record.page_origins.count(ORIGIN_OCR),
+        "unreadable_pages": record.page_origins.count(ORIGIN_NONE),
         "tokens": record.token_count,
         "summary_model": record.summary_model,
         "updated_at": record.updated_at,
@@ -404,6 +409,9 @@ def show(
     env.out(
         f"nodes: {len(nodes)}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}"
     )
+    read_by_ocr = PageCounts.of(record.page_origins).describe()
+    if read_by_ocr:
+        env.out(f"read: {read_by_ocr}")
     env.out("")
     env.out(record.summary)
     return ExitCode.OK

@@ -71,6 +71,7 @@ class Settings:
     jobs: int | None
     parse_timeout: float
     parse_memory: int
+    ocr: str
     build_max_calls: int | None
     questions: str | None
     max_calls: int
@@ -357,6 +358,7 @@ def build_options(settings: Settings, paths: list[Path]) -> BuildOptions:
         wait_seconds=settings.wait,
         parse_timeout_s=settings.parse_timeout,
         parse_memory_mb=settings.parse_memory,
+        ocr=settings.ocr,
         limits=settings.limits,
     )
     prompt = settings.summary_prompt

@@ -81,6 +81,10 @@ PG_MIGRATIONS: list[str] = [
     """
     INSERT INTO meta (key, value) VALUES ('vector_table', '"summary_vectors"') ON CONFLICT (key) DO NOTHING;
     """,
+    # v3: each page's text origin, as in the SQLite store's v4.
+    """
+    ALTER TABLE documents ADD COLUMN page_origins TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 
