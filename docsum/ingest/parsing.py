@@ -45,7 +45,7 @@ CACHE_MAX_BYTES = 512 << 20
 IN_PROCESS_MAX_BYTES = 1 << 20
 # Bump when extraction changes what text a file yields: older cache entries
 # are then ignored (and age out).
-EXTRACTION_VERSION = "4"  # 2: titles set over two or three lines are whole; 3: a filing is titled by its registrant; 4: a PDF with unreadable pages keeps the readable ones
+EXTRACTION_VERSION = "5"  # 2: titles set over two or three lines are whole; 3: a filing is titled by its registrant; 4: a PDF with unreadable pages keeps the readable ones; 5: PDF tables are rebuilt from the page layout, one row per line, cells apart
 
 
 def default_jobs() -> int:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from docsum.errors import LoadError, one_line
 from docsum.ingest.load import PLACEHOLDER_TITLES, LoadedDocument, clip_title, first_line_title, name_title
+from docsum.ingest.tables import layout_page_text
 from docsum.ingest.textquality import garbage_reason
 
 if TYPE_CHECKING:
@@ -294,7 +295,7 @@ def pdfium_pages(data: bytes) -> PdfPages:
                 try:
                     textpage = page.get_textpage()
                     try:
-                        raw = textpage.get_text_range(errors="replace")
+                        raw = layout_page_text(textpage, textpage.get_text_range(errors="replace"))
                     finally:
                         textpage.close()
                 finally:
