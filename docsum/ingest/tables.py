@@ -28,7 +28,9 @@ CELL_SEP = "   "
 _CELL_SPLIT = re.compile(r"\s{2,}")
 # A cell of figures: amounts, percentages, negatives in parentheses, a dash for
 # nil, a currency sign; "6,188 $" (a sign that belongs to the next cell) too.
-_FIGURE = re.compile(r"[$€£¥(]*\s*[-+−]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s*%?\)?(?:\s*[$€£¥])?|[—–-]+|[$€£¥]")
+_FIGURE = re.compile(
+    r"[$€£¥]?\s*\(?\s*[$€£¥]?\s*[-+−]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)\s*%?\s*\)?\s*%?(?:\s*[$€£¥])?|[—–-]+|[$€£¥]"
+)
 _DIGIT = re.compile(r"\d")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -78,7 +80,12 @@ def _is_row(parts: Sequence[str]) -> bool:
 
 
 def _is_year_line(parts: Sequence[str]) -> bool:
-    return len(parts) >= 2 and all(_YEAR.fullmatch(p.strip("()*")) for p in parts)
+    """Column heads that are years: "2023   2022", or "Three Months Ended
+    September 30,   2023   2022" (a period as the stub's head)."""
+    if len(parts) < 2 or not all(_YEAR.fullmatch(p.strip("()*")) for p in parts[1:]):
+        return False
+    first = parts[0]
+    return _YEAR.fullmatch(first.strip("()*")) is not None or _HEADING_WORDS.search(first) is not None
 
 
 def _is_heading(parts: Sequence[str]) -> bool:
@@ -94,8 +101,11 @@ def _is_heading(parts: Sequence[str]) -> bool:
 
 
 def _is_label(parts: Sequence[str]) -> bool:
-    """A one-cell line that names the rows under it ("Operating expenses:")."""
-    return len(parts) == 1 and len(parts[0]) <= _MAX_LABEL_LINE and not _is_heading(parts)
+    """A one-cell line that names the rows under it ("Operating expenses:"),
+    not a sentence ("See accompanying notes.")."""
+    return (
+        len(parts) == 1 and len(parts[0]) <= _MAX_LABEL_LINE and not parts[0].endswith(".") and not _is_heading(parts)
+    )
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -155,14 +165,20 @@ def table_lines(lines: Sequence[str]) -> list[tuple[int, int, int]]:
 def _heading_above(parts: Sequence[Sequence[str]], body: int, floor: int) -> int:
     """First line of the heading run ending right above line ``body`` (``body`` when none).
 
-    One blank line may separate the heading from the rows, as in the text
-    filings; a one-cell heading line counts only next to a many-celled one."""
-    k = body - 1
-    if k >= floor and not parts[k]:
-        k -= 1
+    Single blank lines may separate the heading's lines and the heading from
+    the rows, as in the text filings; a one-cell heading line counts only
+    with a many-celled one."""
     head = body
     seen_wide = False
-    while k >= floor and body - k <= _MAX_HEADING_LINES + 1 and parts[k] and _is_heading(parts[k]):
+    k = body - 1
+    while k >= floor and body - k <= 2 * _MAX_HEADING_LINES:
+        if not parts[k]:
+            k -= 1  # a blank line: the heading goes on only if a heading line is right above it
+            if k < floor or not parts[k]:
+                break
+            continue
+        if not _is_heading(parts[k]):
+            break
         head = k
         seen_wide = seen_wide or len(parts[k]) >= 2
         k -= 1
