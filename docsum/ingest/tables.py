@@ -285,7 +285,16 @@ def layout_page_text(textpage: Any, raw: str) -> str:
     only when that stretch holds nothing else; the rest of the page, and every
     page without a table, comes back exactly as PDFium wrote it. A page whose
     text does not map one to one onto its characters is left alone too."""
-    if not _maybe_table(raw) or textpage.count_chars() != len(raw):
+    if not _maybe_table(raw):
+        return raw
+    try:
+        return _rebuilt(textpage, raw)
+    except Exception:  # noqa: BLE001 - the layout only improves a table; a page it cannot place keeps PDFium's text
+        return raw
+
+
+def _rebuilt(textpage: Any, raw: str) -> str:
+    if textpage.count_chars() != len(raw):
         return raw
     boxes: list[Box] = [textpage.get_charbox(i, loose=True) for i in range(len(raw))]
     lines = _spatial_lines(raw, boxes)
