@@ -117,7 +117,7 @@ def main() -> int:
         if index is None or not gold:
             print(f"{path.name}: no income statement found", file=sys.stderr)
             continue
-        raw_s, raw = median_time(lambda i=index: doc[i].get_textpage().get_text_range(errors="replace"))
+        raw_s, raw = median_time(lambda i=index, d=doc: d[i].get_textpage().get_text_range(errors="replace"))
         textpage = doc[index].get_textpage()
         lay_s, laid = median_time(lambda tp=textpage, r=raw: layout_page_text(tp, r))
         laid_text = str(laid).replace("\r\n", "\n")
@@ -135,13 +135,14 @@ def main() -> int:
             "docsum_heading": bool(find_tables(laid_text)),
         }
         if pdfplumber is not None:
-            settings = {"vertical_strategy": "text", "horizontal_strategy": "text"}
 
             def plumbed(call: str, p: Path = path, i: int = index) -> object:
                 # A new page object each run: pdfplumber caches a page's characters.
                 with pdfplumber.open(str(p), pages=[i + 1]) as plumb:
                     page = plumb.pages[0]
-                    return page.extract_tables(settings) if call == "tables" else page.extract_text()
+                    if call == "tables":
+                        return page.extract_tables({"vertical_strategy": "text", "horizontal_strategy": "text"})
+                    return page.extract_text()
 
             tab_s, tables = median_time(lambda: plumbed("tables"))
             txt_s, plain = median_time(lambda: plumbed("text"))
