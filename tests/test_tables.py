@@ -145,7 +145,7 @@ def test_repeated_heading_stays_inside_the_token_budget() -> None:
     table = "\n".join([HEADING, *(row_text(label, figures) for label, figures in ROWS)])
     text = f"{prose}\n\n{table}\n\nClosing remarks."
     for size in (40, 64, 96, 160):
-        chunks = split_document(text, GPT4, size, 0)
+        chunks = split_document(text, GPT4, size, 0, tables=find_tables(text))
         for chunk in chunks:
             assert chunk.text == text[chunk.start_char : chunk.end_char]
             assert chunk.token_count == GPT4.count(chunk.node_text) <= size, (size, chunk)
@@ -164,7 +164,7 @@ def test_repeated_heading_stays_inside_the_token_budget() -> None:
 def test_text_without_tables_splits_as_before() -> None:
     text = "Alpha  beta gamma 12  34.\n" * 3 + "\n\n" + "Plain prose, no figures at all. " * 40
     assert find_tables(text) == []
-    chunks = split_document(text, GPT4, 64, 8)
+    chunks = split_document(text, GPT4, 64, 8, tables=find_tables(text))
     assert all(c.heading == "" and c.node_text == c.text for c in chunks)
 
 
@@ -225,7 +225,7 @@ def test_every_node_with_an_income_statement_row_holds_its_period_headings(path:
     rows = _statement_rows(text, statement)
     assert len(rows) >= 8, text[statement[0] : statement[1]]
     for size in (1024, 160):  # the default, and one that puts node starts inside the statement
-        chunks = split_document(text, GPT4, size, size // 8, loaded.page_starts or None)
+        chunks = split_document(text, GPT4, size, size // 8, loaded.page_starts or None, find_tables(text))
         checked = 0
         for chunk in chunks:
             inside = [r for r in rows if chunk.start_char <= r[0] and r[1] <= chunk.end_char]
@@ -237,3 +237,25 @@ def test_every_node_with_an_income_statement_row_holds_its_period_headings(path:
             above = node[:first_row]
             assert "Months Ended" in above and len(set(_YEAR.findall(above))) >= 2, (size, node[:1500])
         assert checked, size
+
+
+def test_a_text_file_is_split_as_before_through_the_cli(tmp_path: Path) -> None:
+    """Text files keep their old nodes (docs/tables.md: repeating headings
+    there cost recall on the SEC text filings); only PDFs repeat them."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    table = "\n".join([HEADING, *(row_text(label, figures) for label, figures in ROWS)])
+    (folder / "results.txt").write_text(f"{PROSE[0]}\n\n{table}\n", encoding="utf-8")
+    store = tmp_path / "store.sqlite"
+    result = run_cli(
+        "build", folder, "--store", store, "--llm", "extractive", "--chunk-size", "96", "--chunk-overlap", "0"
+    )
+    assert result.code == 0, result
+    text = (folder / "results.txt").read_text(encoding="utf-8")
+    conn = sqlite3.connect(store)
+    try:
+        nodes = list(conn.execute("SELECT text, start_char, end_char FROM nodes ORDER BY seq"))
+    finally:
+        conn.close()
+    assert len(nodes) >= 3
+    assert all(node == text[start:end] for node, start, end in nodes)

@@ -35,6 +35,7 @@ from docsum.errors import LoadError
 from docsum.ingest.formats import kind_for
 from docsum.ingest.load import READERS, LoadedDocument, load_content, read_once
 from docsum.ingest.split import Chunk, split_document
+from docsum.ingest.tables import find_tables
 from docsum.models.tokens import Tokenizer, get_encoding
 from docsum.settings import default
 
@@ -97,8 +98,11 @@ def parse_file(request: ParseRequest) -> Parsed:
         if cache is not None:
             cache.put(content.sha256, path, loaded)
     tokenizer = Tokenizer(get_encoding(request.encoding), request.margin)
+    # Table headings are repeated for PDFs, whose tables the reader rebuilt;
+    # not for text files, where measuring cost recall (docs/tables.md).
+    tables = find_tables(loaded.text) if loaded.kind == "pdf" else ()
     chunks = split_document(
-        loaded.text, tokenizer, request.chunk_size, request.chunk_overlap, loaded.page_starts or None
+        loaded.text, tokenizer, request.chunk_size, request.chunk_overlap, loaded.page_starts or None, tables
     )
     return Parsed(loaded, chunks, content.sha256, content.size, content.mtime_ns, cached)
 

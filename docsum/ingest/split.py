@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from docsum.ingest.boundaries import Cutter, Span, cut_spans, paragraph_cuts, phrase_cuts, sentence_cuts, word_cuts
-from docsum.ingest.tables import Table, find_tables
+from docsum.ingest.tables import Table
 from docsum.models.tokens import Tokenizer
 from docsum.settings import default
 
@@ -418,20 +418,21 @@ def split_document(
     chunk_size: int = default("chunk_size"),
     chunk_overlap: int = default("chunk_overlap"),
     page_starts: list[int] | None = None,
+    tables: Sequence[Table] = (),
 ) -> list[Chunk]:
     """Split ``text`` into overlapping chunks of at most ``chunk_size`` tokens.
 
     ``page_starts[i]`` is the offset where page ``i + 1`` begins.  The only
     chunks that can exceed ``chunk_size`` are a single character or a single
     token that by itself counts as more than that (tiny budgets, emoji).
-    A chunk that starts inside a table (docsum.ingest.tables) carries the
-    table's heading lines in ``Chunk.heading``; its count includes them.
+    ``tables`` are the tables of ``text`` (docsum.ingest.tables.find_tables):
+    they are cut at rows, and a chunk that starts inside one carries the
+    table's heading lines in ``Chunk.heading`` (its count includes them).
     """
     _validate(chunk_size, chunk_overlap)
     if not text.strip():
         return []
     budget = _make_budget(tokenizer, chunk_size, chunk_overlap)
-    tables = find_tables(text)
     atoms = _document_atoms(text, budget, tables)
     chunks: list[Chunk] = []
     for s, e, piece, count, heading in _pack(text, atoms, budget, _heading_lookup(text, tables, budget)):
