@@ -69,7 +69,9 @@ def gold_rows(txt: Path) -> list[tuple[str, ...]]:
     span = statement_span(text)
     if span is None:
         return []
-    rows = [row_key(cells(line)) for line in text[span[0] : span[1]].split("\n")]
+    # A period with its years ("Three Months Ended September 30,   2023   2022") is a heading, not a row.
+    lines = [line for line in text[span[0] : span[1]].split("\n") if "Months Ended" not in line]
+    rows = [row_key(cells(line)) for line in lines]
     return [r for r in rows if r]
 
 
