@@ -283,7 +283,7 @@ class DocumentWorker:
 def _node_records(doc_id: str, chunks: list[Chunk]) -> list[NodeRecord]:
     """The stored nodes of a document's chunks, in order (new and re-split documents alike)."""
     return [
-        NodeRecord(doc_id, i, c.text, c.start_char, c.end_char, tuple(c.pages), c.token_count)
+        NodeRecord(doc_id, i, c.node_text, c.start_char, c.end_char, tuple(c.pages), c.token_count)
         for i, c in enumerate(chunks)
     ]
 

@@ -18,6 +18,7 @@ from docsum.ingest.load import load_content, read_once
 from docsum.ingest.loaded import LoadedDocument
 from docsum.ingest.ocr import MODE_OFF, PAGED_KINDS, effective_mode, set_threads
 from docsum.ingest.split import Chunk, split_document
+from docsum.ingest.tables import find_tables
 from docsum.models.tokens import Tokenizer, get_encoding
 from docsum.settings import default
 
@@ -26,7 +27,7 @@ from docsum.settings import default
 CACHE_MAX_BYTES = 512 << 20
 # Bump when extraction changes what text a file yields: older cache entries
 # are then ignored (and age out).
-EXTRACTION_VERSION = "5"  # 2: titles set over two or three lines are whole; 3: a filing is titled by its registrant; 4: a PDF with unreadable pages keeps the readable ones; 5: page origins (OCR)
+EXTRACTION_VERSION = "6"  # 2: titles set over two or three lines are whole; 3: a filing is titled by its registrant; 4: a PDF with unreadable pages keeps the readable ones; 5: page origins (OCR); 6: PDF tables are rebuilt from the page layout, one row per line, cells apart
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,11 @@ def parse_file(request: ParseRequest) -> Parsed:
         if cache is not None:
             cache.put(content.sha256, path, loaded)
     tokenizer = Tokenizer(get_encoding(request.encoding), request.margin)
+    # Table headings are repeated for PDFs, whose tables the reader rebuilt;
+    # not for text files, where measuring cost recall (docs/tables.md).
+    tables = find_tables(loaded.text) if loaded.kind == "pdf" else ()
     chunks = split_document(
-        loaded.text, tokenizer, request.chunk_size, request.chunk_overlap, loaded.page_starts or None
+        loaded.text, tokenizer, request.chunk_size, request.chunk_overlap, loaded.page_starts or None, tables
     )
     return Parsed(loaded, chunks, content.sha256, content.size, content.mtime_ns, cached)
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from docsum.errors import LoadError, one_line
 from docsum.ingest.loaded import PLACEHOLDER_TITLES, LoadedDocument, clip_title, paged_document
 from docsum.ingest.ocr import MODE_AUTO, MODE_OFF, ORIGIN_NONE, ORIGIN_TEXT, missing_reason, wanted
+from docsum.ingest.tables import layout_page_text
 from docsum.ingest.textquality import PARTLY_READ, garbage_reason
 
 if TYPE_CHECKING:
@@ -308,7 +309,7 @@ def pdfium_pages(data: bytes) -> PdfPages:
                 try:
                     textpage = page.get_textpage()
                     try:
-                        raw = textpage.get_text_range(errors="replace")
+                        raw = layout_page_text(textpage, textpage.get_text_range(errors="replace"))
                     finally:
                         textpage.close()
                 finally:
