@@ -214,6 +214,7 @@ def _sec_files(folder: Path, suffix: str) -> list[Path]:
     return sorted(folder.glob(f"*{suffix}")) if folder.is_dir() else []
 
 
+@pytest.mark.process  # a large filing is read in a parse worker
 @pytest.mark.skipif(not SEC_PDF.is_dir() and not SEC_TEXT.is_dir(), reason="shared SEC 10-Q corpora not present")
 @pytest.mark.parametrize(
     "path", _sec_files(SEC_PDF, ".pdf") + _sec_files(SEC_TEXT, ".txt"), ids=lambda p: f"{p.parent.name}/{p.name}"
