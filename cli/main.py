@@ -500,6 +500,16 @@ def _register_eval() -> None:
 _register_eval()
 
 
+def _register_mcp() -> None:
+    # Its own module: the MCP SDK is an optional extra, imported only when the command runs.
+    from .mcp_cmd import mcp_command
+
+    app.command("mcp", cls=DocsumCommand)(mcp_command)
+
+
+_register_mcp()
+
+
 def run() -> None:
     """The `docsum` executable. A usage error found while the options are
     parsed (an unknown option, a value of the wrong type or out of range) is

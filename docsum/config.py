@@ -72,6 +72,9 @@ class Settings:
     parse_timeout: float
     parse_memory: int
     build_max_calls: int | None
+    watch: bool
+    watch_settle: float
+    allow_build: bool
     questions: str | None
     max_calls: int
     mode: str

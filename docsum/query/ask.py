@@ -39,7 +39,7 @@ from docsum.schema import Node, NodeWithScore, Response, ResponseStatus
 from docsum.store.base import DocumentStore, StoreLocation, display_location, open_store
 
 # The public names of a question's road, for `from docsum.query.ask import ...`.
-__all__ = ["AskOptions", "AskResult", "Question", "ask", "ask_many"]
+__all__ = ["AskOptions", "AskResult", "Question", "ask", "ask_in_store", "ask_many"]
 
 log = logging.getLogger("docsum")
 T = TypeVar("T")
@@ -118,6 +118,18 @@ async def _ask_in(
     result.calls = calls
     result.engine = llm.metadata.engine
     return result
+
+
+async def ask_in_store(
+    store: DocumentStore | None, store_path: StoreLocation, llm: LLM, question: str, options: AskOptions
+) -> AskResult:
+    """`ask` with a store its caller keeps open across questions (a server);
+    None when there is no store yet. The corpus is read anew each time, so
+    documents a build committed meanwhile are seen."""
+    question = QuestionRoom.of(llm.metadata).check(question)
+    synth = check_options(llm, options, None)
+    opened = None if store is None else (store, StoreCorpus.beside(store))
+    return await _ask_in(opened, store_path, llm, question, options, synth, None)
 
 
 async def ask_many(
