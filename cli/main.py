@@ -115,11 +115,19 @@ def build(
     settings = common.settings
     options = build_options(settings, paths)
     store_path = common.store_path()
+    if settings.watch:
+        from docsum.builder.watch import check_available
+
+        check_available()  # exit 2 before anything is built
     common.start()
     if llm.metadata.extractive and settings.summary_language:
         common.env.info(
             "docsum: note: the offline engine ignores --summary-language (its summaries quote the document)"
         )
+    if settings.watch:
+        from .watch_cmd import watch_folders
+
+        return watch_folders(common, llm, options)
     if settings.build_max_calls is not None and not options.dry_run:
         _check_build_calls(store_path, llm, options, settings.build_max_calls)
     progress = BuildProgress(common.env, enabled=not common.json)
@@ -132,15 +140,12 @@ def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit:
     """Plan the build as --dry-run does; refuse it before any call when it
     plans more than `limit` LLM calls."""
     from docsum.builder.pipeline import build as build_store
+    from docsum.builder.report import calls_over_limit
 
     plan = run_async(lambda: build_store(store_path, llm, dataclasses.replace(options, dry_run=True)))
-    if plan.planned_calls > limit:
-        actions = {a: sum(1 for p in plan.plan if p.action == a) for a in ("add", "update", "remove")}
-        raise ConfigError(
-            f"this build plans {plan.planned_calls} LLM calls ({actions['add']} file(s) to add, "
-            f"{actions['update']} to update, {actions['remove']} to remove; {plan.planned_prompt_tokens} prompt tokens), "
-            f"more than --max-calls {limit}; nothing was sent (see `docsum build --dry-run`)"
-        )
+    refusal = calls_over_limit(plan, limit)
+    if refusal is not None:
+        raise ConfigError(refusal)
 
 
 @app.command(cls=DocsumCommand)

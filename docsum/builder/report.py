@@ -159,3 +159,15 @@ class SilentReporter:
 
     def finish(self) -> None:
         pass
+
+
+def calls_over_limit(plan: BuildReport, limit: int) -> str | None:
+    """The refusal of a planned build of more than `limit` LLM calls, or None."""
+    if plan.planned_calls <= limit:
+        return None
+    actions = {a: sum(1 for p in plan.plan if p.action == a) for a in ("add", "update", "remove")}
+    return (
+        f"this build plans {plan.planned_calls} LLM calls ({actions['add']} file(s) to add, "
+        f"{actions['update']} to update, {actions['remove']} to remove; {plan.planned_prompt_tokens} prompt tokens), "
+        f"more than --max-calls {limit}; nothing was sent (see `docsum build --dry-run`)"
+    )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from docsum.builder.pipeline import build
-from docsum.builder.report import BuildOptions
+from docsum.builder.report import BuildOptions, calls_over_limit
 from docsum.errors import ConfigError
 from docsum.models.llm import LLM
 from docsum.query.ask import ask_in_store
@@ -298,12 +298,10 @@ class QueryService:
             raise ConfigError("building is off: start the server with `docsum mcp --allow-build`")
         folders = self._paths(paths)
         if self.build_max_calls is not None:
-            plan = await self._plan_build(folders)
-            if plan["llm_calls"] > self.build_max_calls:
-                raise ConfigError(
-                    f"this build plans {plan['llm_calls']} LLM calls ({plan['prompt_tokens']} prompt tokens), "
-                    f"more than --max-calls {self.build_max_calls}; nothing was sent"
-                )
+            plan = await build(self.store_path, self.llm, self._build_options(folders, dry_run=True))
+            refusal = calls_over_limit(plan, self.build_max_calls)
+            if refusal is not None:
+                raise ConfigError(refusal)
         report = await build(self.store_path, self.llm, self._build_options(folders, dry_run=False))
         # The next question reads the store as this build left it.
         self.close()
