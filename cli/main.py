@@ -354,15 +354,9 @@ def _first_line(text: str) -> str:
 
 
 def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
-    from docsum.query.docref import find_documents
+    from docsum.query.docref import find_one
 
-    matches = find_documents(store, ref)
-    if not matches:
-        raise ConfigError(f"no document {ref!r} in {store.label}; see `docsum summaries`")
-    if len(matches) > 1:
-        names = ", ".join(f"{d.doc_id} ({clean_name(os.path.join(d.root, d.path))})" for d in matches[:5])
-        raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id or the path with its folder")
-    return matches[0]
+    return find_one(store, ref)
 
 
 @app.command(cls=DocsumCommand)
@@ -380,23 +374,11 @@ def show(
     common: Common,
 ) -> int:
     """Show one document's whole summary, with its node count and pages."""
+    from docsum.query.docref import document_details
+
     with _open_existing(common) as store:
         record = _find(store, doc)
-        nodes = store.nodes_for([record.doc_id])[record.doc_id]
-    pages = sorted({p for n in nodes for p in n.pages})
-    data = {
-        "doc_id": record.doc_id,
-        "path": record.path,
-        "root": record.root,
-        "title": record.title,
-        "kind": record.kind,
-        "nodes": len(nodes),
-        "pages": record.page_count,
-        "tokens": record.token_count,
-        "summary_model": record.summary_model,
-        "updated_at": record.updated_at,
-        "summary": record.summary,
-    }
+        data, pages = document_details(store, record)
     if common.json:
         common.env.out_json(data)
         return ExitCode.OK
@@ -404,7 +386,7 @@ def show(
     env.out(f"{clean_name(record.path)}  ({record.doc_id})")
     env.out(f"title: {clean_name(record.title)}")
     env.out(
-        f"nodes: {len(nodes)}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}"
+        f"nodes: {data['nodes']}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}"
     )
     env.out("")
     env.out(record.summary)

@@ -176,6 +176,16 @@ def test_a_missing_store_is_an_error_until_it_is_built(tmp_path: Path) -> None:
             assert built.code == 0, built.stderr
             failed, answer = await call(client, "ask", question=ANSWERABLE)
             assert not failed and answer["status"] == "answered"
+            # A later build is seen by the next question too (the corpus kept
+            # between questions is renewed when the store changes).
+            extra = tmp_path / "extra"
+            make_docs(extra, 1, start=70)
+            again = await asyncio.to_thread(
+                run_cli_subprocess, "build", extra, "--store", store, "-q", "--no-prune", env=_env(tmp_path)
+            )
+            assert again.code == 0, again.stderr
+            failed, found = await call(client, "search", query="DOCMARK070 mills")
+            assert not failed and found["documents"][0]["path"] == "doc070.txt"
 
     run(go)
 

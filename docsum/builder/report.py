@@ -97,6 +97,10 @@ class BuildReport:
         """Dry run: the LLM calls the plan will make."""
         return sum(p.calls for p in self.plan)
 
+    def planned_actions(self) -> dict[str, int]:
+        """Dry run: the files the plan adds, updates and removes."""
+        return {a: sum(1 for p in self.plan if p.action == a) for a in ("add", "update", "remove")}
+
     @property
     def planned_prompt_tokens(self) -> int:
         return sum(p.prompt_tokens for p in self.plan)
@@ -165,7 +169,7 @@ def calls_over_limit(plan: BuildReport, limit: int) -> str | None:
     """The refusal of a planned build of more than `limit` LLM calls, or None."""
     if plan.planned_calls <= limit:
         return None
-    actions = {a: sum(1 for p in plan.plan if p.action == a) for a in ("add", "update", "remove")}
+    actions = plan.planned_actions()
     return (
         f"this build plans {plan.planned_calls} LLM calls ({actions['add']} file(s) to add, "
         f"{actions['update']} to update, {actions['remove']} to remove; {plan.planned_prompt_tokens} prompt tokens), "

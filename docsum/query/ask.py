@@ -121,14 +121,17 @@ async def _ask_in(
 
 
 async def ask_in_store(
-    store: DocumentStore | None, store_path: StoreLocation, llm: LLM, question: str, options: AskOptions
+    opened: tuple[DocumentStore, StoreCorpus] | None,
+    store_path: StoreLocation,
+    llm: LLM,
+    question: str,
+    options: AskOptions,
 ) -> AskResult:
-    """`ask` with a store its caller keeps open across questions (a server);
-    None when there is no store yet. The corpus is read anew each time, so
-    documents a build committed meanwhile are seen."""
+    """`ask` with a store and its corpus that the caller keeps open across
+    questions (a server; see `StoreCorpus.beside`); None when there is no
+    store yet. The caller decides when the corpus is stale."""
     question = QuestionRoom.of(llm.metadata).check(question)
     synth = check_options(llm, options, None)
-    opened = None if store is None else (store, StoreCorpus.beside(store))
     return await _ask_in(opened, store_path, llm, question, options, synth, None)
 
 

@@ -25,14 +25,15 @@ from docsum.builder.report import BuildOptions, calls_over_limit
 from docsum.errors import ConfigError
 from docsum.models.llm import LLM
 from docsum.query.ask import ask_in_store
-from docsum.query.docref import find_documents
+from docsum.query.corpus import StoreCorpus
+from docsum.query.docref import document_details, find_one
 from docsum.query.options import AskOptions
 from docsum.query.results import AskResult
 from docsum.query.retrieve import planned_choice_calls
 from docsum.query.synthesizers import BUILTIN_MODES
 from docsum.schema import ResponseStatus
 from docsum.settings import RETRIEVERS, check
-from docsum.store.base import DocumentStore, StoreLocation, display_location, open_store, store_exists
+from docsum.store.base import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
 
 # A page of `list_documents`: enough to see a folder, small enough for a model's context.
 DEFAULT_PAGE = 50
@@ -88,6 +89,8 @@ class QueryService:
         self.build_options = build_options
         self.build_max_calls = build_max_calls
         self._store: DocumentStore | None = None
+        self._corpus: StoreCorpus | None = None
+        self._stamp: tuple[tuple[int, int] | None, ...] | None = None
 
     # ------------------------------------------------------------------ the store
 
@@ -114,6 +117,33 @@ class QueryService:
         if self._store is not None:
             self._store.close()
             self._store = None
+        self._corpus = None
+
+    def _files_stamp(self) -> tuple[tuple[int, int] | None, ...] | None:
+        """What changes when a build commits to a SQLite store: its file and
+        its write-ahead log (size, mtime). None for PostgreSQL: no stamp."""
+        if is_postgres(self.store_path):
+            return None
+        stamps: list[tuple[int, int] | None] = []
+        for name in (str(self.store_path), f"{self.store_path}-wal"):
+            try:
+                st = os.stat(name)
+            except OSError:
+                stamps.append(None)
+            else:
+                stamps.append((st.st_size, st.st_mtime_ns))
+        return tuple(stamps)
+
+    def corpus(self) -> tuple[DocumentStore, StoreCorpus]:
+        """The open store and its corpus (vectors, BM25 index), kept while
+        the store is unchanged: loading them is much of a question's cost.
+        A build committing meanwhile (`build --watch`) renews it, so the next
+        question sees what it stored."""
+        store = self._existing()
+        stamp = self._files_stamp()
+        if self._corpus is None or stamp is None or stamp != self._stamp:
+            self._corpus, self._stamp = StoreCorpus.beside(store), stamp
+        return store, self._corpus
 
     # ------------------------------------------------------------------ questions
 
@@ -137,7 +167,7 @@ class QueryService:
         text = _text(question, "question")
         # No store is an error here, as `docsum summaries` reports it: the
         # client named a store that was never built (an empty one is a result).
-        return await ask_in_store(self._existing(), self.store_path, self.llm, text, options)
+        return await ask_in_store(self.corpus(), self.store_path, self.llm, text, options)
 
     async def ask(self, question: Any, mode: Any = None, top_k: Any = None, retriever: Any = None) -> dict[str, Any]:
         """The answer, its status, and its citations, each checked against its passage."""
@@ -203,28 +233,8 @@ class QueryService:
         """One document's whole summary, what `docsum show --json` prints."""
         ref = _text(doc, "doc", limit=4096)
         store = self._existing()
-        matches = find_documents(store, ref)
-        if not matches:
-            raise ConfigError(f"no document {ref!r} in {store.label}; see list_documents")
-        if len(matches) > 1:
-            names = ", ".join(f"{d.doc_id} ({os.path.join(d.root, d.path)})" for d in matches[:5])
-            raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id")
-        record = matches[0]
-        nodes = store.nodes_for([record.doc_id])[record.doc_id]
-        return {
-            "doc_id": record.doc_id,
-            "path": record.path,
-            "root": record.root,
-            "title": record.title,
-            "kind": record.kind,
-            "nodes": len(nodes),
-            "pages": record.page_count,
-            "pages_cited": sorted({p for n in nodes for p in n.pages}),
-            "tokens": record.token_count,
-            "summary_model": record.summary_model,
-            "updated_at": record.updated_at,
-            "summary": record.summary,
-        }
+        data, pages = document_details(store, find_one(store, ref, "list_documents"))
+        return data | {"pages_cited": pages}
 
     def documents(self) -> list[dict[str, str]]:
         """Every document as a resource is named: id, path, first line (no store: none)."""
@@ -257,7 +267,7 @@ class QueryService:
 
     async def _plan_build(self, paths: list[Path]) -> dict[str, Any]:
         report = await build(self.store_path, self.llm, self._build_options(paths, dry_run=True))
-        actions = {a: sum(1 for p in report.plan if p.action == a) for a in ("add", "update", "remove")}
+        actions = report.planned_actions()
         return {
             "what": "build",
             "store": self.where,
