@@ -30,8 +30,9 @@ from typing import Any
 from docsum.builder.pipeline import Builder, check_build_options, run_and_refresh, writable_store
 from docsum.builder.report import BuildOptions, BuildReport, BuildReporter, calls_over_limit
 from docsum.errors import ConfigError, LLMError
+from docsum.locations import StoreLocation, is_postgres
 from docsum.models.llm import LLM
-from docsum.store.base import DocumentStore, StoreLocation, is_postgres
+from docsum.store.base import DocumentStore
 
 # How often the loop looks at its roots while nothing happens: a folder
 # removed (its watch is gone with it) is noticed within this, and an idle

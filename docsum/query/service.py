@@ -23,6 +23,7 @@ from typing import Any
 from docsum.builder.pipeline import build
 from docsum.builder.report import BuildOptions, calls_over_limit
 from docsum.errors import ConfigError
+from docsum.locations import StoreLocation, display_location, is_postgres
 from docsum.models.llm import LLM
 from docsum.query.ask import ask_in_store
 from docsum.query.corpus import StoreCorpus
@@ -30,10 +31,11 @@ from docsum.query.docref import document_details, find_one
 from docsum.query.options import AskOptions
 from docsum.query.results import AskResult
 from docsum.query.retrieve import planned_choice_calls
-from docsum.query.synthesizers import BUILTIN_MODES
 from docsum.schema import ResponseStatus
 from docsum.settings import RETRIEVERS, check
-from docsum.store.base import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
+from docsum.store.base import DocumentStore
+from docsum.store.opening import open_store, store_exists
+from docsum.synthesizers import BUILTIN_MODES
 
 # A page of `list_documents`: enough to see a folder, small enough for a model's context.
 DEFAULT_PAGE = 50
