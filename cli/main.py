@@ -18,7 +18,7 @@ import typer
 
 from docsum import __version__ as docsum_version
 from docsum.errors import ConfigError, DocsumError, ExitCode
-from docsum.ingest.ocr import ORIGIN_NONE, ORIGIN_OCR, PageCounts
+from docsum.ingest.ocr import PageCounts
 from docsum.sanitize import clean_name, clean_text
 from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
 
@@ -118,11 +118,19 @@ def build(
     settings = common.settings
     options = build_options(settings, paths)
     store_path = common.store_path()
+    if settings.watch:
+        from docsum.builder.watch import check_available
+
+        check_available()  # exit 2 before anything is built
     common.start()
     if llm.metadata.extractive and settings.summary_language:
         common.env.info(
             "docsum: note: the offline engine ignores --summary-language (its summaries quote the document)"
         )
+    if settings.watch:
+        from .watch_cmd import watch_folders
+
+        return watch_folders(common, llm, options)
     if settings.build_max_calls is not None and not options.dry_run:
         _check_build_calls(store_path, llm, options, settings.build_max_calls)
     progress = BuildProgress(common.env, enabled=not common.json)
@@ -135,15 +143,12 @@ def _check_build_calls(store_path: StoreLocation, llm: LLM, options: BuildOption
     """Plan the build as --dry-run does; refuse it before any call when it
     plans more than `limit` LLM calls."""
     from docsum.builder.pipeline import build as build_store
+    from docsum.builder.report import calls_over_limit
 
     plan = run_async(lambda: build_store(store_path, llm, dataclasses.replace(options, dry_run=True)))
-    if plan.planned_calls > limit:
-        actions = {a: sum(1 for p in plan.plan if p.action == a) for a in ("add", "update", "remove")}
-        raise ConfigError(
-            f"this build plans {plan.planned_calls} LLM calls ({actions['add']} file(s) to add, "
-            f"{actions['update']} to update, {actions['remove']} to remove; {plan.planned_prompt_tokens} prompt tokens), "
-            f"more than --max-calls {limit}; nothing was sent (see `docsum build --dry-run`)"
-        )
+    refusal = calls_over_limit(plan, limit)
+    if refusal is not None:
+        raise ConfigError(refusal)
 
 
 @app.command(cls=DocsumCommand)
@@ -353,15 +358,9 @@ def _first_line(text: str) -> str:
 
 
 def _find(store: DocumentStore, ref: str) -> DocumentRecord:
-    from docsum.query.docref import find_documents
+    from docsum.query.docref import find_one
 
-    matches = find_documents(store, ref)
-    if not matches:
-        raise ConfigError(f"no document {ref!r} in {store.label}; see `docsum summaries`")
-    if len(matches) > 1:
-        names = ", ".join(f"{d.doc_id} ({clean_name(os.path.join(d.root, d.path))})" for d in matches[:5])
-        raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id or the path with its folder")
-    return matches[0]
+    return find_one(store, ref)
 
 
 @app.command(cls=DocsumCommand)
@@ -379,27 +378,11 @@ def show(
     common: Common,
 ) -> int:
     """Show one document's whole summary, with its node count and pages."""
+    from docsum.query.docref import document_details
+
     with _open_existing(common) as store:
         record = _find(store, doc)
-        nodes = store.nodes_for([record.doc_id])[record.doc_id]
-    pages = sorted({p for n in nodes for p in n.pages})
-    data = {
-        "doc_id": record.doc_id,
-        "path": record.path,
-        "root": record.root,
-        "title": record.title,
-        "kind": record.kind,
-        "nodes": len(nodes),
-        "pages": record.page_count,
-        # Each page's text origin: "t" text layer, "o" OCR, "-" unreadable ('' if not known).
-        "page_origins": record.page_origins,
-        "ocr_pages": record.page_origins.count(ORIGIN_OCR),
-        "unreadable_pages": record.page_origins.count(ORIGIN_NONE),
-        "tokens": record.token_count,
-        "summary_model": record.summary_model,
-        "updated_at": record.updated_at,
-        "summary": record.summary,
-    }
+        data, pages = document_details(store, record)
     if common.json:
         common.env.out_json(data)
         return ExitCode.OK
@@ -407,7 +390,7 @@ def show(
     env.out(f"{clean_name(record.path)}  ({record.doc_id})")
     env.out(f"title: {clean_name(record.title)}")
     env.out(
-        f"nodes: {len(nodes)}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}"
+        f"nodes: {data['nodes']}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}"
     )
     read_by_ocr = PageCounts.of(record.page_origins).describe()
     if read_by_ocr:
@@ -510,6 +493,16 @@ def _register_eval() -> None:
 
 
 _register_eval()
+
+
+def _register_mcp() -> None:
+    # Its own module: the MCP SDK is an optional extra, imported only when the command runs.
+    from .mcp_cmd import mcp_command
+
+    app.command("mcp", cls=DocsumCommand)(mcp_command)
+
+
+_register_mcp()
 
 
 def run() -> None:

@@ -73,6 +73,9 @@ class Settings:
     parse_memory: int
     ocr: str
     build_max_calls: int | None
+    watch: bool
+    watch_settle: float
+    allow_build: bool
     questions: str | None
     max_calls: int
     mode: str

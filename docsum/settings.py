@@ -25,7 +25,7 @@ from docsum.sanitize import mask_url
 from docsum.stimuli import EMOTION_STIMULI
 
 # The commands, as the CLI names them.
-BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHOW = (
+BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHOW, MCP = (
     "build",
     "ask",
     "eval",
@@ -33,10 +33,11 @@ BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHOW = (
     "show",
     "remove",
     "config show",
+    "mcp",
 )
-EVERY_COMMAND = frozenset({BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHOW})
+EVERY_COMMAND = frozenset({BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHOW, MCP})
 # Commands that may call a language model (and `config show`, which shows what they would use).
-MODEL_COMMANDS = frozenset({BUILD, ASK, EVAL, CONFIG_SHOW})
+MODEL_COMMANDS = frozenset({BUILD, ASK, EVAL, CONFIG_SHOW, MCP})
 
 RETRIEVERS = ("fused", "embedding", "bm25", "llm", "hybrid")
 # The context window of a model docsum does not know (the reference system's default).
@@ -275,6 +276,9 @@ class Setting:
 _ALL, _MODEL = EVERY_COMMAND, MODEL_COMMANDS
 _BUILD, _ASK, _EVAL = frozenset({BUILD}), frozenset({ASK}), frozenset({EVAL})
 _ASK_EVAL = frozenset({ASK, EVAL})
+_MCP = frozenset({MCP})
+# The defaults of the server's `ask` and `search` tools (each call may override them).
+_ASK_EVAL_MCP, _ASK_MCP = frozenset({ASK, EVAL, MCP}), frozenset({ASK, MCP})
 
 SETTINGS: tuple[Setting, ...] = (
     # -- where the store is and which model answers (every command) --------
@@ -448,9 +452,33 @@ SETTINGS: tuple[Setting, ...] = (
         "build_max_calls",
         whole(1),
         None,
-        "Plan first; refuse (exit 2, with the plan) a build of more LLM calls.",
-        _BUILD,
+        "Plan first; refuse (exit 2, with the plan) a build of more LLM calls (with --watch: of each batch; mcp: of each build tool call).",
+        frozenset({BUILD, MCP}),
         flag="--max-calls",
+    ),
+    Setting(
+        "watch",
+        SWITCH,
+        False,
+        "After the build, keep watching PATHS and rebuild what changes, in batches (pip install 'docsum[watch]').",
+        _BUILD,
+    ),
+    Setting(
+        "watch_settle",
+        number(0.05, 3_600.0, unit="number of seconds"),
+        0.5,
+        "With --watch: a batch starts once nothing under PATHS changed for SECONDS (a file still being written waits).",
+        _BUILD,
+        ("DOCSUM_WATCH_SETTLE",),
+        True,
+    ),
+    # -- docsum mcp -----------------------------------------------------------
+    Setting(
+        "allow_build",
+        SWITCH,
+        False,
+        "Offer the build tool (reconcile the store with a folder); off by default. --max-calls bounds each build.",
+        _MCP,
     ),
     # -- docsum ask (and eval) ----------------------------------------------
     Setting(
@@ -474,14 +502,14 @@ SETTINGS: tuple[Setting, ...] = (
         text("MODE"),
         "compact",
         "Response mode: refine, compact, tree_summarize, simple_summarize, no_text, context_only, accumulate, compact_accumulate, or a custom synthesizer (module:Class or an entry point name). eval: with --answers.",
-        _ASK_EVAL,
+        _ASK_EVAL_MCP,
     ),
     Setting(
         "retriever",
         choice(*RETRIEVERS),
         None,
         "Which retriever picks the documents (default: fused with offline vectors, embedding with a server's).",
-        _ASK,
+        _ASK_MCP,
         ("DOCSUM_RETRIEVER",),
         True,
     ),
@@ -494,7 +522,13 @@ SETTINGS: tuple[Setting, ...] = (
         flag="--retriever",
     ),
     Setting(
-        "top_k", whole(1, 10_000), 3, "Documents the retriever picks per question.", _ASK_EVAL, ("DOCSUM_TOP_K",), True
+        "top_k",
+        whole(1, 10_000),
+        3,
+        "Documents the retriever picks per question.",
+        _ASK_EVAL_MCP,
+        ("DOCSUM_TOP_K",),
+        True,
     ),
     Setting("choice_batch_size", whole(1, 1_000), 10, "Summaries per LLM choice-select call.", _ASK_EVAL, (), True),
     Setting(

@@ -15,11 +15,13 @@ to end and brings the files questions read (vectors, BM25 index) up to date.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from docsum.builder.document import DocumentWorker
@@ -43,7 +45,16 @@ from docsum.store.records import DocumentRecord, StoredFile, StoredVersion
 from docsum.store.sqlite import Store
 from docsum.store.vectors import refresh_vectors
 
-__all__ = ["BuildOptions", "BuildReport", "Builder", "FileOutcome", "build", "check_build_options"]
+__all__ = [
+    "BuildOptions",
+    "BuildReport",
+    "Builder",
+    "FileOutcome",
+    "build",
+    "check_build_options",
+    "run_and_refresh",
+    "writable_store",
+]
 
 log = logging.getLogger("docsum")
 
@@ -294,18 +305,30 @@ async def build(
             return report
         with open_store(store_path, create=False, readonly=True) as store:
             return await Builder(store, llm, options, reporter).run()
+    with writable_store(store_path, options.wait_seconds) as store:
+        return await run_and_refresh(Builder(store, llm, options, reporter))
+
+
+@contextlib.contextmanager
+def writable_store(store_path: StoreLocation, wait_seconds: float = 0.0) -> Iterator[DocumentStore]:
+    """The store opened for building, for as long as the block runs: a SQLite
+    store held by its build lock (a second builder is exit 4), a PostgreSQL
+    one shared (its builders claim documents one by one)."""
     if is_postgres(store_path):
         with open_store(store_path) as store:
-            return await _run_and_refresh(Builder(store, llm, options, reporter))
+            yield store
+        return
     # Refuse a file that is not a docsum store before the lock file is made
     # beside it: a refused --store leaves nothing behind.
     Store.verify(Path(store_path))
-    with BuildLock(Path(store_path), options.wait_seconds):
+    with BuildLock(Path(store_path), wait_seconds):
         with open_store(store_path) as store:
-            return await _run_and_refresh(Builder(store, llm, options, reporter))
+            yield store
 
 
-async def _run_and_refresh(builder: Builder) -> BuildReport:
+async def run_and_refresh(builder: Builder) -> BuildReport:
+    """Run one build on a store held by `writable_store`, then bring the
+    files questions read up to date."""
     report = await builder.run()
     # Questions read vectors from this file; bring it up to date now rather
     # than on the first question (an interrupted build leaves it behind, and

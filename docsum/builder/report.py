@@ -106,6 +106,10 @@ class BuildReport:
         """Dry run: the LLM calls the plan will make."""
         return sum(p.calls for p in self.plan)
 
+    def planned_actions(self) -> dict[str, int]:
+        """Dry run: the files the plan adds, updates and removes."""
+        return {a: sum(1 for p in self.plan if p.action == a) for a in ("add", "update", "remove")}
+
     @property
     def planned_prompt_tokens(self) -> int:
         return sum(p.prompt_tokens for p in self.plan)
@@ -172,3 +176,15 @@ class SilentReporter:
 
     def finish(self) -> None:
         pass
+
+
+def calls_over_limit(plan: BuildReport, limit: int) -> str | None:
+    """The refusal of a planned build of more than `limit` LLM calls, or None."""
+    if plan.planned_calls <= limit:
+        return None
+    actions = plan.planned_actions()
+    return (
+        f"this build plans {plan.planned_calls} LLM calls ({actions['add']} file(s) to add, "
+        f"{actions['update']} to update, {actions['remove']} to remove; {plan.planned_prompt_tokens} prompt tokens), "
+        f"more than --max-calls {limit}; nothing was sent (see `docsum build --dry-run`)"
+    )

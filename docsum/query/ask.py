@@ -42,7 +42,7 @@ from docsum.synthesizers import BaseSynthesizer, guard_refine_stream, is_meta_an
 from docsum.synthesizers.budget import PromptBudget
 
 # The public names of a question's road, for `from docsum.query.ask import ...`.
-__all__ = ["AskOptions", "AskResult", "Question", "ask", "ask_many"]
+__all__ = ["AskOptions", "AskResult", "Question", "ask", "ask_in_store", "ask_many"]
 
 log = logging.getLogger("docsum")
 T = TypeVar("T")
@@ -121,6 +121,21 @@ async def _ask_in(
     result.calls = calls
     result.engine = llm.metadata.engine
     return result
+
+
+async def ask_in_store(
+    opened: tuple[DocumentStore, StoreCorpus] | None,
+    store_path: StoreLocation,
+    llm: LLM,
+    question: str,
+    options: AskOptions,
+) -> AskResult:
+    """`ask` with a store and its corpus that the caller keeps open across
+    questions (a server; see `StoreCorpus.beside`); None when there is no
+    store yet. The caller decides when the corpus is stale."""
+    question = QuestionRoom.of(llm.metadata).check(question)
+    synth = check_options(llm, options, None)
+    return await _ask_in(opened, store_path, llm, question, options, synth, None)
 
 
 async def ask_many(

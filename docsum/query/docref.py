@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
+from docsum.errors import ConfigError
+from docsum.ingest.ocr import ORIGIN_NONE, ORIGIN_OCR
+from docsum.sanitize import clean_name
 from docsum.store.base import DocumentStore
 from docsum.store.records import DocumentRecord
 
@@ -53,3 +57,38 @@ def _typed_path_matches(store: DocumentStore, ref: str, cwd: Path) -> list[Docum
             if doc.doc_id not in {d.doc_id for d in found}:
                 found.append(doc)
     return found
+
+
+def find_one(store: DocumentStore, ref: str, listing: str = "`docsum summaries`") -> DocumentRecord:
+    """The one document `ref` names; ConfigError when none or several do
+    (`listing` says where the person can see what there is)."""
+    matches = find_documents(store, ref)
+    if not matches:
+        raise ConfigError(f"no document {ref!r} in {store.label}; see {listing}")
+    if len(matches) > 1:
+        names = ", ".join(f"{d.doc_id} ({clean_name(os.path.join(d.root, d.path))})" for d in matches[:5])
+        raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id or the path with its folder")
+    return matches[0]
+
+
+def document_details(store: DocumentStore, record: DocumentRecord) -> tuple[dict[str, Any], list[int]]:
+    """What `docsum show --json` prints of a document, and the pages its nodes cover."""
+    nodes = store.nodes_for([record.doc_id])[record.doc_id]
+    data = {
+        "doc_id": record.doc_id,
+        "path": record.path,
+        "root": record.root,
+        "title": record.title,
+        "kind": record.kind,
+        "nodes": len(nodes),
+        "pages": record.page_count,
+        # Each page's text origin: "t" text layer, "o" OCR, "-" unreadable ('' if not known).
+        "page_origins": record.page_origins,
+        "ocr_pages": record.page_origins.count(ORIGIN_OCR),
+        "unreadable_pages": record.page_origins.count(ORIGIN_NONE),
+        "tokens": record.token_count,
+        "summary_model": record.summary_model,
+        "updated_at": record.updated_at,
+        "summary": record.summary,
+    }
+    return data, sorted({p for n in nodes for p in n.pages})
