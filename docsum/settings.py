@@ -55,8 +55,8 @@ class Kind:
     switch: bool = False  # an on/off flag that takes no value
     toggle: bool = False  # --name/--no-name, unset by default
     repeated: bool = False  # the flag may be given many times; the value is a list
-    # The Python type of a value, as written in docsum.config.Settings
-    # (tests/test_settings_types.py holds each attribute to it).
+    # The Python type of a checked value (tests/test_settings_types.py holds
+    # every loaded value to it).
     value_type: str = "str"
 
 
@@ -261,12 +261,6 @@ class Setting:
         if self.default is None or self.kind.switch or self.default == []:
             return self.help
         return f"{self.help} [default: {self.default}]"
-
-    @property
-    def annotation(self) -> str:
-        """The type of the value, as docsum.config.Settings declares it: None
-        stands for "not set" when there is no default."""
-        return self.kind.value_type if self.default is not None else f"{self.kind.value_type} | None"
 
     def check(self, value: Any) -> Any:
         """`value` if it is allowed (None is "not set"), else ValueError."""
@@ -541,6 +535,27 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_questions", whole(1), None, "Only the first N questions.", _EVAL),
 )
 SETTING_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+# Environment variables docsum reads besides the settings' own (`Setting.env`):
+# where its folders are, and switches for tests and shared stores. Declared
+# here so the reference docs and the tests' clean-up list every variable;
+# tests/test_settings_types.py fails when the code reads one not named here.
+OTHER_ENVIRONMENT: tuple[tuple[str, str], ...] = (
+    ("DOCSUM_HOME", "Puts every docsum folder (configuration and stores) under this one directory."),
+    ("DOCSUM_CONFIG", "The config file to read instead of config.toml in docsum's configuration folder."),
+    (
+        "DOCSUM_CLAIM_TIMEOUT",
+        "Seconds a PostgreSQL build's claim on a document lives without a heartbeat (default 60).",
+    ),
+    ("DOCSUM_FORCE_TTY", "1: behave as if stdout and stderr were terminals; 0: as if they were not (tests, demos)."),
+    ("NO_COLOR", "Any value: no colours."),
+)
+
+
+def environment_variables() -> list[str]:
+    """Every environment variable docsum reads, settings' first."""
+    names = [var for setting in SETTINGS for var in setting.env] + [name for name, _ in OTHER_ENVIRONMENT]
+    return list(dict.fromkeys(names))
 
 
 def default(name: str) -> Any:
