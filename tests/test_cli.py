@@ -70,25 +70,6 @@ def test_no_arguments_shows_help_and_does_nothing(docsum_home: Path) -> None:
     assert not (docsum_home / "data").exists()
 
 
-@pytest.mark.parametrize("command", ["build", "ask", "summaries", "show", "remove"])
-def test_every_command_takes_the_common_options(command: str) -> None:
-    result = run_cli(command, "--help")
-    assert result.code == 0
-    for option in (
-        "--store",
-        "--index",
-        "--llm",
-        "--model",
-        "--base-url",
-        "--concurrency",
-        "--json",
-        "--quiet",
-        "--verbose",
-        "--no-color",
-    ):
-        assert option in result.stdout, (command, option)
-
-
 def test_build_help_documents_its_options() -> None:
     text = run_cli("build", "--help").stdout
     for option in (
