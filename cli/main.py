@@ -132,7 +132,8 @@ def build(
         )
     if settings.build_max_calls is not None and not options.dry_run:
         _check_build_calls(store_path, llm, options, settings.build_max_calls)
-    progress = BuildProgress(common.env, enabled=not common.json)
+    offline = llm.metadata.extractive
+    progress = BuildProgress(common.env, enabled=not common.json, offline=offline, dry_run=options.dry_run)
     report = run_async(lambda: build_store(store_path, llm, options, progress))
     print_build_report(common.env, report, as_json=common.json)
     return ExitCode.PARTIAL if report.counts["failed"] else ExitCode.OK
@@ -377,9 +378,17 @@ def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
     if not matches:
         raise ConfigError(f"no document {ref!r} in {store.label}; see `docsum summaries`")
     if len(matches) > 1:
-        names = ", ".join(f"{d.doc_id} ({clean_name(os.path.join(d.root, d.path))})" for d in matches[:5])
-        raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id or the path with its folder")
+        shown = matches[:MAX_CANDIDATES]
+        names = ", ".join(f"{clean_name(d.path)} ({d.doc_id}, in {clean_name(d.root)})" for d in shown)
+        more = f" and {len(matches) - len(shown)} more" if len(matches) > len(shown) else ""
+        raise ConfigError(
+            f"{ref!r} matches {len(matches)} documents: {names}{more}; give a longer name, the path with its folder, or the id"
+        )
     return matches[0]
+
+
+# Candidates an ambiguous name lists (the rest are counted).
+MAX_CANDIDATES = 10
 
 
 @app.command(
@@ -465,6 +474,14 @@ def remove(
         common.env.out_json({"removed": {"doc_id": record.doc_id, "path": record.path}})
     else:
         common.env.out(f"removed {clean_name(record.path)} ({record.doc_id})")
+    from docsum.ingest.discover import IGNORE_FILE
+
+    # A build reconciles the store with the folder: without this a removed file comes back.
+    ignore = os.path.join(record.root, IGNORE_FILE) if record.root else f"{IGNORE_FILE} in its folder"
+    common.env.info(
+        f"docsum: note: the next build adds it back while the file is there; "
+        f"to keep it out for good, add the line {clean_name('/' + record.path)} to {clean_name(ignore)}"
+    )
     return ExitCode.OK
 
 
@@ -480,7 +497,8 @@ def remove(
 def config_show(*, common: Common) -> int:
     """Every effective setting and where its value came from (flag, environment,
     config file or default). Secrets are never shown."""
-    from docsum.config import config_file_path, describe_embedder
+    from docsum.config import config_file_path, describe_embedder, describe_engine, engine_choice
+    from docsum.settings import as_typed
     from docsum.store.base import display_location, is_postgres
 
     rows = common.settings.describe()
@@ -490,9 +508,11 @@ def config_show(*, common: Common) -> int:
     config = config_file_path()
     embedder = describe_embedder(common.settings)
     limits = common.settings.limits
+    engine, why = describe_engine(common.settings)
     if common.json:
         common.env.out_json(
             {
+                "engine": {"answers_with": engine, "because": why},
                 "store": store,
                 "store_backend": "postgresql" if is_postgres(location) else "sqlite",
                 "vector_search": search,
@@ -504,18 +524,22 @@ def config_show(*, common: Common) -> int:
             }
         )
         return ExitCode.OK
+    common.env.out(f"engine = {engine}: {why}")
     common.env.out(
         f"config file = {config}{'' if config.is_file() else '  (not found; defaults and environment apply)'}"
     )
     common.env.out(f"store = {store}")
     common.env.out(f"vector search = {search}")
     common.env.out(f"embedder = {embedder}")
+    # The offline engine sends no request: only its own limits apply.
+    requests = "" if engine_choice(common.settings) == "extractive" else f"{limits.requests} LLM requests, "
     common.env.out(
-        f"limits = {limits.requests} LLM requests, {limits.documents} documents and {limits.questions} questions "
+        f"limits = {requests}{limits.documents} documents and {limits.questions} questions "
         f"at once, {limits.embed_batch} summaries per embedding request (from concurrency)"
     )
     for row in rows:
-        common.env.out(f"{row['name']} = {row['value']!r}  ({row['source']})")
+        unused = "" if row["used"] else ", not used offline"
+        common.env.out(f"{row['name']} = {as_typed(row['value'])}  ({row['source']}{unused})")
     return ExitCode.OK
 
 

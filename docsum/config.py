@@ -89,6 +89,7 @@ class Settings:
         """Every setting a config file may hold, with its effective value and
         source; secrets masked."""
         rows = []
+        offline = engine_choice(self) == "extractive"
         for setting in SETTINGS:
             if not setting.in_file:
                 continue
@@ -103,6 +104,8 @@ class Settings:
                     "value": value,
                     "source": self.sources.get(setting.name, "default"),
                     "help": setting.help,
+                    # A server's settings do nothing when the offline engine answers.
+                    "used": not (offline and setting.server_only),
                 }
             )
         return rows
@@ -223,6 +226,25 @@ def engine_choice(settings: Settings) -> str:
     if settings.llm == "auto":
         return "openai" if (settings.api_key or settings.base_url) else "extractive"
     return str(settings.llm)
+
+
+def describe_engine(settings: Settings) -> tuple[str, str]:
+    """(what answers, why), for `docsum config show`: the engine these
+    settings select and the settings that selected it."""
+    source = settings.sources.get("llm", "default")
+    if engine_choice(settings) == "extractive":
+        if settings.llm == "extractive":
+            why = f"llm = extractive ({source})"
+        else:
+            why = "no OPENAI_API_KEY (or DOCSUM_API_KEY) and no base_url set"
+        return "offline extractive engine (no model is used; answers quote the documents)", why
+    server = mask_url(settings.base_url) if settings.base_url else "https://api.openai.com/v1"
+    reasons = [f"llm = {settings.llm} ({source})"]
+    if settings.base_url:
+        reasons.append(f"base_url ({settings.sources.get('base_url', 'default')})")
+    if settings.api_key:
+        reasons.append(f"an API key ({settings.sources.get('api_key', 'default')})")
+    return f"model {settings.model} on {server}", ", ".join(reasons)
 
 
 def effective_embed_model(settings: Settings) -> str:

@@ -250,6 +250,8 @@ class Setting:
     # The --help heading of an option several commands share ("Store",
     # "Model", "Output"); "" for a command's own options, listed first.
     group: str = ""
+    # Only a model server uses it: `config show` marks it unused when the offline engine answers.
+    server_only: bool = False
 
     @property
     def option(self) -> str | None:
@@ -314,6 +316,7 @@ SETTINGS: tuple[Setting, ...] = (
         ("DOCSUM_MODEL",),
         True,
         group="Model",
+        server_only=True,
     ),
     Setting(
         "embed_model",
@@ -335,6 +338,7 @@ SETTINGS: tuple[Setting, ...] = (
         True,
         show=_show_url,
         group="Model",
+        server_only=True,
     ),
     Setting(
         "api_key",
@@ -346,6 +350,7 @@ SETTINGS: tuple[Setting, ...] = (
         True,
         flag=None,
         secret=True,
+        server_only=True,
     ),
     Setting(
         "context_window",
@@ -386,6 +391,7 @@ SETTINGS: tuple[Setting, ...] = (
         ("DOCSUM_TIMEOUT",),
         True,
         group="Model",
+        server_only=True,
     ),
     Setting(
         "max_retries",
@@ -396,6 +402,7 @@ SETTINGS: tuple[Setting, ...] = (
         ("DOCSUM_MAX_RETRIES",),
         True,
         group="Model",
+        server_only=True,
     ),
     # -- output (every command) --------------------------------------------
     Setting("json", SWITCH, False, "Print one JSON document on stdout.", _ALL, group="Output"),
@@ -584,6 +591,20 @@ def environment_variables() -> list[str]:
     """Every environment variable docsum reads, settings' first."""
     names = [var for setting in SETTINGS for var in setting.env] + [name for name, _ in OTHER_ENVIRONMENT]
     return list(dict.fromkeys(names))
+
+
+def as_typed(value: Any) -> str:
+    """A value as a person types it on a command line or in config.toml:
+    `120`, `true`, `gpt-4o-mini`, `*.log,*.tmp`; "(not set)" for None."""
+    if value is None:
+        return "(not set)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(as_typed(v) for v in value) if value else "(none)"
+    return str(value)
 
 
 def default(name: str) -> Any:

@@ -1,6 +1,7 @@
 """Which stored document a person means by what they typed (`docsum show`,
 `docsum remove`): an id or a unique id prefix, the path as typed from the
-current folder, or the stored path (relative to its build root)."""
+current folder, the stored path (relative to its build root), or the start
+of a file name (`greenhouse` for greenhouse_plan.docx)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,23 @@ def find_documents(store: DocumentStore, ref: str, cwd: Path | None = None) -> l
     if stored:
         return stored
     if len(ref) >= MIN_ID_PREFIX and all(c in "0123456789abcdef" for c in ref.lower()):
-        return [d for d in store.list_documents() if d.doc_id.startswith(ref.lower())]
-    return []
+        by_id = [d for d in store.iter_documents(with_summaries=False) if d.doc_id.startswith(ref.lower())]
+        if by_id:
+            return by_id
+    return _name_prefix_matches(store, ref)
+
+
+def _name_prefix_matches(store: DocumentStore, ref: str) -> list[DocumentRecord]:
+    """The documents whose file name, or stored path, starts with `ref`
+    (case ignored): what a person types who remembers only how a name begins.
+    They are then read by id (the scan reads no summary)."""
+    start = ref.lower()
+    ids = [
+        d.doc_id
+        for d in store.iter_documents(with_summaries=False)
+        if os.path.basename(d.path).lower().startswith(start) or d.path.lower().startswith(start)
+    ]
+    return store.get_documents(ids) if ids else []
 
 
 def _typed_path_matches(store: DocumentStore, ref: str, cwd: Path) -> list[DocumentRecord]:
