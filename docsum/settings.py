@@ -265,7 +265,7 @@ class Setting:
         """The help line with its default, for --help."""
         if self.default is None or self.kind.switch or self.default == []:
             return self.help
-        return f"{self.help} [default: {self.default}]"
+        return f"{self.help} [default: {as_typed(self.default)}]"
 
     def check(self, value: Any) -> Any:
         """`value` if it is allowed (None is "not set"), else ValueError."""
