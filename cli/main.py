@@ -404,7 +404,7 @@ def show(
         str,
         typer.Argument(
             metavar="DOC",
-            help="Document id (or a unique prefix), its path as typed from here, or its stored path.",
+            help="The document: its id (or the start of it), its path, or the start of its file name.",
             show_default=False,
         ),
     ],
@@ -459,7 +459,7 @@ def remove(
         str,
         typer.Argument(
             metavar="DOC",
-            help="Document id (or a unique prefix), its path as typed from here, or its stored path.",
+            help="The document: its id (or the start of it), its path, or the start of its file name.",
             show_default=False,
         ),
     ],
@@ -495,8 +495,9 @@ def remove(
 )
 @with_common(CONFIG_SHOW)
 def config_show(*, common: Common) -> int:
-    """Every effective setting and where its value came from (flag, environment,
-    config file or default). Secrets are never shown."""
+    """Which engine will answer and why, then every effective setting and
+    where its value came from (flag, environment, config file or default).
+    Secrets are never shown."""
     from docsum.config import config_file_path, describe_embedder, describe_engine, engine_choice
     from docsum.settings import as_typed
     from docsum.store.base import display_location, is_postgres

@@ -280,7 +280,7 @@ SETTINGS: tuple[Setting, ...] = (
     # -- where the store is and which model answers (every command) --------
     Setting(
         "store",
-        text("TEXT"),
+        text("FILE|URL"),
         None,
         "Store file, or a postgresql:// URL for a store shared by a team (default: $DOCSUM_STORE, else the named index).",
         _ALL,
