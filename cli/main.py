@@ -16,7 +16,7 @@ import typer
 from docsum import __version__ as docsum_version
 from docsum.errors import EXIT_CODE_MEANINGS, ConfigError, DocsumError, ExitCode
 from docsum.sanitize import clean_name, clean_text
-from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
+from docsum.settings import ASK, BUILD
 
 from .common import Common, DocsumCommand, examples, run_async, with_common
 
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from docsum.query.options import AskOptions
     from docsum.query.question import Question
     from docsum.query.results import AskResult
-    from docsum.store.base import DocumentStore
 
 
 # What `docsum --help` says (the module docstring above is for developers).
@@ -327,246 +326,20 @@ def _joined(flags: list[str]) -> str:
     return flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} and {flags[-1]}"
 
 
-def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:
-    from docsum.store.base import open_store
-
-    return open_store(common.existing_store(), create=False, readonly=readonly)
-
-
-@app.command(
-    cls=DocsumCommand,
-    epilog=examples(
-        ("docsum summaries", "One line per document: id, path, first line of its summary."),
-        ("docsum summaries --json | jq -r '.[].path'", "Every stored path, for a script."),
-    ),
-)
-@with_common(SUMMARIES)
-def summaries(*, common: Common) -> int:
-    """List the documents in the store: id, path and the first line of each summary."""
-    # Streamed from the store row by row: memory stays flat at any size.
-    with _open_existing(common) as store:
-        docs = store.iter_documents()
-        if common.json:
-            common.env.out_json_array(
-                {
-                    "doc_id": d.doc_id,
-                    "path": d.path,
-                    "root": d.root,
-                    "title": d.title,
-                    "pages": d.page_count,
-                    "tokens": d.token_count,
-                    "summary": d.summary,
-                }
-                for d in docs
-            )
-            return ExitCode.OK
-        common.env.out_lines(
-            f"{d.doc_id}  {clean_name(d.path)}  {clean_name(_first_line(d.summary)[:160])}" for d in docs
-        )
-    return ExitCode.OK
-
-
-def _first_line(text: str) -> str:
-    stripped = text.strip()
-    return stripped.splitlines()[0] if stripped else ""
-
-
-def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
-    from docsum.query.docref import find_documents
-
-    matches = find_documents(store, ref)
-    if not matches:
-        raise ConfigError(f"no document {ref!r} in {store.label}; see `docsum summaries`")
-    if len(matches) > 1:
-        shown = matches[:MAX_CANDIDATES]
-        names = ", ".join(f"{clean_name(d.path)} ({d.doc_id}, in {clean_name(d.root)})" for d in shown)
-        more = f" and {len(matches) - len(shown)} more" if len(matches) > len(shown) else ""
-        raise ConfigError(
-            f"{ref!r} matches {len(matches)} documents: {names}{more}; give a longer name, the path with its folder, or the id"
-        )
-    return matches[0]
-
-
-# Candidates an ambiguous name lists (the rest are counted).
-MAX_CANDIDATES = 10
-
-
-@app.command(
-    cls=DocsumCommand,
-    epilog=examples(
-        ("docsum show storm_wren", "The document whose file name starts with storm_wren (candidates if several do)."),
-        ("docsum show 3f2a9c", "The document with this id (or id prefix)."),
-    ),
-)
-@with_common(SHOW)
-def show(
-    doc: Annotated[
-        str,
-        typer.Argument(
-            metavar="DOC",
-            help="The document: its id (or the start of it), its path, or the start of its file name.",
-            show_default=False,
-        ),
-    ],
-    *,
-    common: Common,
-) -> int:
-    """Show one document's whole summary, with its node count and pages."""
-    with _open_existing(common) as store:
-        record = _find(store, doc)
-        nodes = store.nodes_for([record.doc_id])[record.doc_id]
-    pages = sorted({p for n in nodes for p in n.pages})
-    data = {
-        "doc_id": record.doc_id,
-        "path": record.path,
-        "root": record.root,
-        "title": record.title,
-        "kind": record.kind,
-        "nodes": len(nodes),
-        "pages": record.page_count,
-        "tokens": record.token_count,
-        "summary_model": record.summary_model,
-        "updated_at": record.updated_at,
-        "summary": record.summary,
-    }
-    if common.json:
-        common.env.out_json(data)
-        return ExitCode.OK
-    env = common.env
-    env.out(f"{clean_name(record.path)}  ({record.doc_id})")
-    env.out(f"title: {clean_name(record.title)}")
-    env.out(
-        f"nodes: {len(nodes)}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}"
-    )
-    env.out("")
-    env.out(record.summary)
-    return ExitCode.OK
-
-
-@app.command(
-    cls=DocsumCommand,
-    epilog=examples(
-        (
-            "docsum remove drafts/old_notes.txt",
-            "Delete that document; the next build adds it back if the file is still there.",
-        ),
-        ("echo 'drafts/' >> ./reports/.docsumignore", "Keep a file or folder out of every build for good."),
-    ),
-)
-@with_common(REMOVE)
-def remove(
-    doc: Annotated[
-        str,
-        typer.Argument(
-            metavar="DOC",
-            help="The document: its id (or the start of it), its path, or the start of its file name.",
-            show_default=False,
-        ),
-    ],
-    *,
-    common: Common,
-) -> int:
-    """Delete one document (its summary and nodes) from the store."""
-    with _open_existing(common, readonly=False) as store:
-        record = _find(store, doc)
-        store.remove_document(record.doc_id)
-    if common.json:
-        common.env.out_json({"removed": {"doc_id": record.doc_id, "path": record.path}})
-    else:
-        common.env.out(f"removed {clean_name(record.path)} ({record.doc_id})")
-    from docsum.ingest.discover import IGNORE_FILE
-
-    # A build reconciles the store with the folder: without this a removed file comes back.
-    ignore = os.path.join(record.root, IGNORE_FILE) if record.root else f"{IGNORE_FILE} in its folder"
-    common.env.info(
-        f"docsum: note: the next build adds it back while the file is there; "
-        f"to keep it out for good, add the line {clean_name('/' + record.path)} to {clean_name(ignore)}"
-    )
-    return ExitCode.OK
-
-
-@config_app.command(
-    "show",
-    cls=DocsumCommand,
-    epilog=examples(
-        ("docsum config show", "Which engine answers and why, and every setting with its source."),
-        ("docsum config show --base-url http://127.0.0.1:11434/v1", "What a command with that flag would use."),
-    ),
-)
-@with_common(CONFIG_SHOW)
-def config_show(*, common: Common) -> int:
-    """Which engine will answer and why, then every effective setting and
-    where its value came from (flag, environment, config file or default).
-    Secrets are never shown."""
-    from docsum.config import config_file_path, describe_embedder, describe_engine, engine_choice
-    from docsum.settings import as_typed
-    from docsum.store.base import display_location, is_postgres
-
-    rows = common.settings.describe()
-    location = common.store_path()
-    store = display_location(location)
-    search = _vector_search(location)
-    config = config_file_path()
-    embedder = describe_embedder(common.settings)
-    limits = common.settings.limits
-    engine, why = describe_engine(common.settings)
-    if common.json:
-        common.env.out_json(
-            {
-                "engine": {"answers_with": engine, "because": why},
-                "store": store,
-                "store_backend": "postgresql" if is_postgres(location) else "sqlite",
-                "vector_search": search,
-                "embedder": embedder,
-                "config_file": str(config),
-                "config_file_exists": config.is_file(),
-                "limits": dataclasses.asdict(limits),
-                "settings": rows,
-            }
-        )
-        return ExitCode.OK
-    common.env.out(f"engine = {engine}: {why}")
-    common.env.out(
-        f"config file = {config}{'' if config.is_file() else '  (not found; defaults and environment apply)'}"
-    )
-    common.env.out(f"store = {store}")
-    common.env.out(f"vector search = {search}")
-    common.env.out(f"embedder = {embedder}")
-    # The offline engine sends no request: only its own limits apply.
-    requests = "" if engine_choice(common.settings) == "extractive" else f"{limits.requests} LLM requests, "
-    common.env.out(
-        f"limits = {requests}{limits.documents} documents and {limits.questions} questions "
-        f"at once, {limits.embed_batch} summaries per embedding request (from concurrency)"
-    )
-    for row in rows:
-        unused = "" if row["used"] else ", not used offline"
-        common.env.out(f"{row['name']} = {as_typed(row['value'])}  ({row['source']}{unused})")
-    return ExitCode.OK
-
-
-def _vector_search(location: object) -> str:
-    """How `docsum ask` will score summary vectors with this store."""
-    from docsum.store.base import is_postgres, open_store, store_exists
-
-    if not is_postgres(location):  # type: ignore[arg-type]
-        return "in this process, from the SQLite store"
-    try:
-        if not store_exists(location):  # type: ignore[arg-type]
-            return "unknown until the store exists (run `docsum build`)"
-        with open_store(location, create=False, readonly=True) as store:  # type: ignore[arg-type]
-            return store.search_description()
-    except DocsumError as exc:
-        return f"unknown: {exc}"
-
-
-def _register_eval() -> None:
-    # Its own module: eval pulls in the evaluation code, which other commands never need.
+def _register() -> None:
+    # In their own modules (main.py holds build and ask); registered in the order --help lists them.
+    from . import config_cmd, documents
     from .eval_cmd import EXAMPLES, eval_command
 
+    app.command("summaries", cls=DocsumCommand, epilog=documents.SUMMARIES_EXAMPLES)(documents.summaries)
+    app.command("show", cls=DocsumCommand, epilog=documents.SHOW_EXAMPLES)(documents.show)
+    app.command("remove", cls=DocsumCommand, epilog=documents.REMOVE_EXAMPLES)(documents.remove)
+    # Eval pulls in the evaluation code when it runs, which other commands never need.
     app.command("eval", cls=DocsumCommand, epilog=EXAMPLES)(eval_command)
+    config_app.command("show", cls=DocsumCommand, epilog=config_cmd.CONFIG_SHOW_EXAMPLES)(config_cmd.config_show)
 
 
-_register_eval()
+_register()
 
 
 def run() -> None:
