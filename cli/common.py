@@ -26,8 +26,8 @@ from .env import Environment, configure_logging
 if TYPE_CHECKING:  # the engines (and numpy) load when a command asks for one; the store when it opens one;
     # the settings' loader (with the TOML reader and the platform's folders) when a command runs, not for --help
     from docsum.config import Settings
+    from docsum.locations import StoreLocation
     from docsum.models.llm import LLM
-    from docsum.store.base import StoreLocation
 
 T = TypeVar("T")
 
@@ -54,8 +54,9 @@ class Common:
         """The store this command reads, which must exist: a store or index
         that does not is a usage error (exit 2, a typo is not "nothing to
         answer from"), naming the indexes that do exist."""
+        from docsum.locations import display_location
         from docsum.paths import existing_indexes
-        from docsum.store.base import display_location, store_exists
+        from docsum.store.opening import store_exists
 
         location = self.store_path()
         if store_exists(location):
@@ -158,7 +159,7 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
     failure: tuple[str, str] | None = None  # (type, message) for the --json error document
     try:
         from docsum.config import load_settings
-        from docsum.store.base import location_secrets
+        from docsum.locations import location_secrets
 
         settings = load_settings(flags)
         for secret in settings.secret_values():

@@ -22,8 +22,8 @@ def config_show(*, common: Common) -> int:
     where its value came from (flag, environment, config file or default).
     Secrets are never shown."""
     from docsum.config import config_file_path, describe_embedder, describe_engine, engine_choice
+    from docsum.locations import display_location, is_postgres
     from docsum.settings import as_typed
-    from docsum.store.base import display_location, is_postgres
 
     rows = common.settings.describe()
     location = common.store_path()
@@ -69,7 +69,8 @@ def config_show(*, common: Common) -> int:
 
 def _vector_search(location: object) -> str:
     """How `docsum ask` will score summary vectors with this store."""
-    from docsum.store.base import is_postgres, open_store, store_exists
+    from docsum.locations import is_postgres
+    from docsum.store.opening import open_store, store_exists
 
     if not is_postgres(location):  # type: ignore[arg-type]
         return "in this process, from the SQLite store"

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:
-    from docsum.store.base import open_store
+    from docsum.store.opening import open_store
 
     return open_store(common.existing_store(), create=False, readonly=readonly)
 

@@ -182,8 +182,8 @@ def ask(
     worst of the answers' exit codes (1 over 2 over 5 over 0)."""
     from docsum.config import ask_options, question_room
     from docsum.query.ask import ask as ask_question
-    from docsum.query.synthesizers import EMPTY_ANSWER_REASON
     from docsum.schema import ResponseStatus
+    from docsum.synthesizers import EMPTY_ANSWER_REASON
 
     from .render import print_answer
 

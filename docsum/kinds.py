@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from docsum.sanitize import mask_url
+from docsum.stimuli import EMOTION_STIMULI
 
 RETRIEVERS = ("fused", "embedding", "bm25", "llm", "hybrid")
 
@@ -172,8 +173,6 @@ def _retriever_list(text: str) -> list[str]:
 
 
 def _emotion(value: Any) -> str:
-    from docsum.models.prompts import EMOTION_STIMULI  # the stimuli are prompt text: they live with the prompts
-
     if not isinstance(value, str) or (value.lower() != "none" and value.upper() not in EMOTION_STIMULI):
         raise ValueError(f"unknown emotion stimulus {value!r}; use EP01..EP11 or none")
     return value

@@ -61,7 +61,7 @@ def _show_url(value: Any) -> Any:
 
 
 def _show_store(value: Any) -> Any:
-    from docsum.store.base import display_location
+    from docsum.locations import display_location
 
     return None if value is None else display_location(value)
 
