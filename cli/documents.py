@@ -81,6 +81,17 @@ def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
 MAX_CANDIDATES = 10
 
 
+# The DOC argument of show and remove (docsum.query.docref says how it is matched).
+DocArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="DOC",
+        help="The document: its id (or the start of it), its path, or the start of its file name.",
+        show_default=False,
+    ),
+]
+
+
 SHOW_EXAMPLES = examples(
     ("docsum show storm_wren", "The document whose file name starts with storm_wren (candidates if several do)."),
     ("docsum show 3f2a9c", "The document with this id (or id prefix)."),
@@ -89,14 +100,7 @@ SHOW_EXAMPLES = examples(
 
 @with_common(SHOW)
 def show(
-    doc: Annotated[
-        str,
-        typer.Argument(
-            metavar="DOC",
-            help="The document: its id (or the start of it), its path, or the start of its file name.",
-            show_default=False,
-        ),
-    ],
+    doc: DocArgument,
     *,
     common: Common,
 ) -> int:
@@ -143,18 +147,13 @@ REMOVE_EXAMPLES = examples(
 
 @with_common(REMOVE)
 def remove(
-    doc: Annotated[
-        str,
-        typer.Argument(
-            metavar="DOC",
-            help="The document: its id (or the start of it), its path, or the start of its file name.",
-            show_default=False,
-        ),
-    ],
+    doc: DocArgument,
     *,
     common: Common,
 ) -> int:
-    """Delete one document (its summary and nodes) from the store."""
+    """Delete one document (its summary and nodes) from the store. The next
+    build adds it back while its file is there: a line in the folder's
+    .docsumignore keeps it out for good (the command prints that line)."""
     with _open_existing(common, readonly=False) as store:
         record = _find(store, doc)
         store.remove_document(record.doc_id)
