@@ -290,16 +290,16 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         check_available()  # exit 2 now, not a failure per document later
     choice = engine_choice(settings)
     if choice == "extractive":
-        llm = ExtractiveLLM(
+        offline = ExtractiveLLM(
             settings.context_window, settings.max_output_tokens, limits=settings.limits, embed_model=embed_model
         )
         if settings.llm != "auto":
-            return llm, None
-        notice = (
+            return offline, None
+        return offline, (
             "docsum: no API key or base URL configured; using the offline extractive engine "
-            "(answers are sentences quoted from your documents). Set OPENAI_API_KEY or --base-url to use a model."
+            "(no model is used: answers are sentences quoted from your documents). "
+            "Set OPENAI_API_KEY or --base-url to use a model."
         )
-        return llm, notice
     if not settings.api_key and not settings.base_url:
         raise ConfigError("--llm openai needs OPENAI_API_KEY (or DOCSUM_API_KEY) or --base-url")
     from docsum.models.openaillm import OpenAILLM
@@ -315,7 +315,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         timeout=settings.timeout,
         max_retries=settings.max_retries,
     )
-    notice = None
+    notice: str | None = None
     if settings.base_url and settings.sources.get("model") == "default":
         # A local server has its own model names: say what is being asked
         # for rather than send OpenAI's default name in silence.
