@@ -71,7 +71,7 @@ def test_offline_ask_json_counts_no_llm_usage(built: Path) -> None:
     assert data["offline"]["tokens_read"] > 0
     explained = run_cli("ask", "What does the greenhouse plan say?", "--store", built / "s.sqlite", "--explain")
     plan = [line for line in explained.stderr.splitlines() if "plan:" in line]
-    assert plan and "offline engine (no model)" in plan[0] and "LLM call" not in plan[0], plan
+    assert plan and "offline step(s) (no model)" in plan[0] and "LLM call" not in plan[0], plan
 
 
 def test_config_show_says_which_engine_answers_and_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

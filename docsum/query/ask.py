@@ -335,7 +335,8 @@ class _Run:
             llm_calls=None if planned is None else planned + (1 if polishing else 0),
         )
         calls = "?" if plan.llm_calls is None else plan.llm_calls
-        answer_by = "the offline engine (no model)" if llm.metadata.extractive else f"{calls} LLM call(s)"
+        # The offline engine's steps are no LLM calls: its plan is named for what it is.
+        answer_by = f"{calls} offline step(s) (no model)" if llm.metadata.extractive else f"{calls} LLM call(s)"
         self.say(
             f"plan: {plan.documents} document(s) → {plan.nodes} node(s) → {tokens} tokens → "
             f"{answer_by} in {options.label} mode"
