@@ -112,9 +112,10 @@ SETTINGS: tuple[Setting, ...] = (
     # -- where the store is and which model answers (every command) --------
     Setting(
         "store",
-        text("FILE|URL"),
+        text("STORE"),
         None,
-        "Store file, or a postgresql:// URL for a store shared by a team (default: $DOCSUM_STORE, else the named index).",
+        "Store file, or a PostgreSQL connection string (a postgresql:// URL or libpq's host=… dbname=… words) "
+        "for a store shared by a team (default: $DOCSUM_STORE, else the named index).",
         _ALL,
         ("DOCSUM_STORE",),
         True,
