@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+import typer.core
 
-from docsum.errors import DocsumError, ExitCode, Interrupted, one_line
+from docsum.errors import ConfigError, DocsumError, ExitCode, Interrupted, one_line
 from docsum.sanitize import scrub
-from docsum.settings import EVERY_COMMAND, Setting, for_command
+from docsum.settings import Setting, for_command, unused_shared
 
 from .env import Environment, configure_logging
 
@@ -51,6 +51,26 @@ class Common:
 
         return store_location(self.settings)
 
+    def existing_store(self) -> StoreLocation:
+        """The store this command reads, which must exist: a store or index
+        that does not is a usage error (exit 2, a typo is not "nothing to
+        answer from"), naming the indexes that do exist."""
+        from docsum.locations import display_location
+        from docsum.paths import existing_indexes
+        from docsum.store.opening import store_exists
+
+        location = self.store_path()
+        if store_exists(location):
+            return location
+        index = self.settings.index
+        if index and not self.settings.given("store"):
+            missing, build = f"no index {index!r} (no store at {display_location(location)})", f"--index {index}"
+        else:
+            missing, build = f"no store at {display_location(location)}", f"--store {display_location(location)}"
+        names = existing_indexes()
+        there = f"the indexes that exist: {', '.join(names)} (--index NAME)" if names else "no index exists yet"
+        raise ConfigError(f"{missing}; {there}; create it with `docsum build PATH {build}`")
+
     def llm(self) -> LLM:
         """The engine the settings select. Its notice (the offline engine, a
         guessed model name) waits for `start()`."""
@@ -70,26 +90,24 @@ class Common:
             self._notice = None
 
 
-def _option(setting: Setting) -> inspect.Parameter:
+def _option(setting: Setting, hidden: bool = False) -> inspect.Parameter:
     """The typer option of one declared setting. Every value reaches
     docsum.config.load_settings as the text the user typed, so it is checked
-    there, once, with the same rule as the environment and the config file."""
+    there, once, with the same rule as the environment and the config file.
+    A `hidden` option is accepted but left out of --help."""
     kind, flag = setting.kind, setting.option
     assert flag is not None
     names = [flag] + ([setting.short] if setting.short else [])
-    panel = "Common" if setting.commands == EVERY_COMMAND else None
     annotation: Any
     if kind.switch:
         annotation, default = bool, False
-        info = typer.Option(*names, help=setting.help_text, rich_help_panel=panel)
+        info = typer.Option(*names, help=setting.help_text, hidden=hidden)
     elif kind.toggle:
         annotation, default = bool | None, None
-        info = typer.Option(f"{flag}/--no-{flag[2:]}", help=setting.help_text, rich_help_panel=panel)
+        info = typer.Option(f"{flag}/--no-{flag[2:]}", help=setting.help_text, hidden=hidden)
     else:
         annotation, default = (list[str] | None if kind.repeated else str | None), None
-        info = typer.Option(
-            *names, metavar=kind.metavar, help=setting.help_text, rich_help_panel=panel, show_default=False
-        )
+        info = typer.Option(*names, metavar=kind.metavar, help=setting.help_text, show_default=False, hidden=hidden)
     return inspect.Parameter(
         setting.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[annotation, info]
     )
@@ -100,8 +118,11 @@ def with_common(command: str) -> Callable[[Callable[..., int | None]], Callable[
     function takes its own arguments and `common` (the settings, loaded and
     checked). Its return value is the exit code; DocsumError becomes a
     one-line message and that error's code."""
-    # The command's own options first, then those every command takes.
-    options = [_option(s) for s in sorted(for_command(command), key=lambda s: s.commands == EVERY_COMMAND)]
+    # The command's own options first, then the shared ones by group (see DocsumCommand).
+    options = [_option(s) for s in sorted(for_command(command), key=lambda s: s.group != "")]
+    # A shared option the command does not use is still accepted, unlisted: a
+    # script that passes the same --base-url to every command keeps working.
+    options += [_option(s, hidden=True) for s in unused_shared(command)]
     names = [p.name for p in options]
 
     def decorate(func: Callable[..., int | None]) -> Callable[..., None]:
@@ -200,95 +221,63 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
         raise typer.Exit(int(code))
 
 
-# The annotations docsum's options and arguments are declared with whose value
-# is the text the parser read: load_settings checks every value itself.
-_TEXT_ANNOTATIONS = (str, bool, list[str])
+# The headings of shared options, in the order --help shows them (after the command's own).
+GROUP_ORDER = ("Store", "Model", "Output")
 
 
-class _AsParsed:
-    """Coercion for a text or switch parameter: the value as the parser read
-    it. typer (0.2x) builds a pydantic TypeAdapter for every parameter of the
-    invoked command to coerce values, even those not given; importing pydantic
-    and building some forty adapters was about a fifth of a second of every
-    command's start-up (bench/RESULTS.md, section 9)."""
-
-    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
-        if value is None:
-            return () if param.multiple or param.nargs == -1 else None
-        if isinstance(value, (list, tuple)):
-            return [str(item) for item in value]
-        return value
+def examples(*pairs: tuple[str, str]) -> str:
+    """A command's examples, (command line, what it does), as its --help
+    prints them under "Examples:" (DocsumCommand.format_epilog)."""
+    return "\n".join(f"{line}\n    {what}" for line, what in pairs)
 
 
-_AS_PARSED = _AsParsed()
+class DocsumCommand(typer.core.TyperCommand):
+    """A command whose --help lists its arguments, then its own options, then
+    the shared options it takes under their headings (docsum.settings declares
+    each option's group). It overrides only the public formatting hooks
+    typer.core.TyperCommand inherits from click's Command (typer 0.2x
+    vendors click, so click's classes are reached through typer.core)."""
 
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        # `PATH...` and `[QUESTION]`, as a person reads a usage line.
+        pieces = ["[OPTIONS]"] if any(isinstance(p, typer.core.TyperOption) for p in self.get_params(ctx)) else []
+        for param in self.get_params(ctx):
+            if isinstance(param, typer.core.TyperArgument):
+                name = (param.metavar or str(param.name).upper()) + ("..." if param.nargs != 1 else "")
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
 
-def _runtime_param(param: TyperOption | TyperArgument, inherited: Callable[[Any], Any]) -> Any:
-    """How `param`'s value is coerced: a text or switch parameter is not sent
-    through typer's pydantic coercion (see `_AsParsed`); any other (a Path)
-    still is. Read defensively: `type_descriptor` is typer's, not a promise,
-    and a typer without it must still coerce every value its own way."""
-    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
-    if annotation is not None and annotation in _TEXT_ANNOTATIONS:
-        return _AS_PARSED
-    return inherited(param)
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        # The epilog is the command's examples (see `examples`), kept as written.
+        if self.epilog:
+            with formatter.section("Examples"):
+                for line in self.epilog.splitlines():
+                    formatter.write(f"{' ' * formatter.current_indent}{line}\n")
 
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        from docsum.settings import SETTING_BY_NAME
 
-class _PlainOption(TyperOption):
-    def get_runtime_param(self) -> Any:
-        return _runtime_param(self, TyperOption.get_runtime_param)
-
-
-class _PlainArgument(TyperArgument):
-    """An argument as --help should name it: `PATH...` and `[QUESTION]` in the
-    usage line, no Python type beside it (typer's own: `{PATH}...`,
-    `PATH <list[Path]>`)."""
-
-    def get_runtime_param(self) -> Any:
-        return _runtime_param(self, TyperArgument.get_runtime_param)
-
-    def _usage_display_name(self) -> str:
-        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
-        return name + ("..." if self.nargs != 1 else "")
-
-    def _rich_display_name(self) -> str:
-        return self.display_name_raw + ("..." if self.nargs != 1 else "")
-
-    def display_type_rich(self, ctx: Any) -> str | None:
-        return None
-
-
-def _plain(param: Any) -> Any:
-    """`param` as docsum's own class (see `_PlainOption`, `_PlainArgument`)."""
-    if type(param) is TyperArgument:
-        param.__class__ = _PlainArgument
-    elif type(param) is TyperOption:
-        param.__class__ = _PlainOption
-    return param
-
-
-class _PlainParameters:
-    """Every parameter of the command (its --help too) made plain (`_plain`)."""
-
-    params: list[Any]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for param in self.params:
-            _plain(param)
-
-    def get_help_option(self, ctx: Any) -> Any:
-        return _plain(super().get_help_option(ctx))  # type: ignore[misc]
-
-
-class DocsumCommand(_PlainParameters, TyperCommand):
-    """A command whose arguments are named plainly in --help and whose text
-    options reach it without typer's pydantic coercion."""
-
-
-class DocsumGroup(_PlainParameters, TyperGroup):
-    """The `docsum` and `docsum config` groups, whose --help and --version
-    are coerced as a `DocsumCommand`'s options are."""
+        arguments: list[tuple[str, str]] = []
+        groups: dict[str, list[tuple[str, str]]] = {"": []}
+        for param in self.get_params(ctx):
+            if isinstance(param, typer.core.TyperArgument):
+                name = (param.metavar or str(param.name).upper()) + ("..." if param.nargs != 1 else "")
+                arguments.append((name, getattr(param, "help", None) or ""))
+                continue
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            setting = SETTING_BY_NAME.get(param.name or "")
+            groups.setdefault(setting.group if setting is not None else "", []).append(record)
+        if arguments:
+            with formatter.section("Arguments"):
+                formatter.write_dl(arguments)
+        with formatter.section("Options"):
+            formatter.write_dl(groups.pop(""))
+        for heading in GROUP_ORDER:
+            if heading in groups:
+                with formatter.section(f"{heading} options"):
+                    formatter.write_dl(groups[heading])
 
 
 def run_async(coro_factory: Callable[[], Awaitable[T]]) -> T:

@@ -10,7 +10,12 @@ import typer
 from docsum.errors import ConfigError, ExitCode
 from docsum.settings import EVAL
 
-from .common import Common, run_async, with_common
+from .common import Common, examples, run_async, with_common
+
+EXAMPLES = examples(
+    ("docsum eval questions.jsonl", "Recall@k and friends of the default retriever over these questions."),
+    ("docsum eval questions.jsonl --retriever all --baseline chunks", "Every retriever beside a chunk baseline."),
+)
 
 # Imported when eval runs: every other command registers eval, none needs it.
 if TYPE_CHECKING:
@@ -60,7 +65,7 @@ def eval_command(
         if asks
         else None
     )
-    store_path = common.store_path()
+    store_path = common.existing_store()
     env = common.env
     common.start()
 
@@ -141,12 +146,19 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str |
                 row.id, row.kind, f"{row.metrics['summary'].recall:.2f}", ", ".join(row.retrieved), ", ".join(row.gold)
             )
         console.print(rows)
+    from docsum.schema import OFFLINE_ENGINE
+
+    from .render import OFFLINE_WORDS
+
     usage = report.usage
     cost = estimated_cost(model, usage.prompt_tokens, usage.completion_tokens)
-    env.info(
-        f"docsum: {usage.llm_calls} LLM calls, {usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, "
-        f"cost {'unknown' if cost is None else f'${cost:.4f}'}, {report.elapsed_s:.1f}s"
+    spent = (
+        OFFLINE_WORDS
+        if report.engine == OFFLINE_ENGINE
+        else f"{usage.llm_calls} LLM calls, {usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, "
+        f"cost {'unknown' if cost is None else f'${cost:.4f}'}"
     )
+    env.info(f"docsum: {spent}, {report.elapsed_s:.1f}s")
 
 
 def _rate(value: float | None) -> str:

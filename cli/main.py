@@ -1,8 +1,5 @@
 """The `docsum` command. Thin: parse options, call the library, render output.
-
-Exit codes: 0 ok, 1 error, 2 usage or configuration error, 3 built but some
-files failed, 4 store locked by another build, 5 nothing to answer from,
-130/143 interrupted by SIGINT/SIGTERM.
+Exit codes: docsum.errors.ExitCode (their meanings: EXIT_CODE_MEANINGS).
 """
 
 from __future__ import annotations
@@ -17,12 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from docsum import __version__ as docsum_version
-from docsum.errors import ConfigError, DocsumError, ExitCode
-from docsum.ingest.ocr import PageCounts
+from docsum.errors import EXIT_CODE_MEANINGS, ConfigError, DocsumError, ExitCode
 from docsum.sanitize import clean_name, clean_text
-from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
+from docsum.settings import ASK, BUILD
 
-from .common import Common, DocsumCommand, DocsumGroup, run_async, with_common
+from .common import Common, DocsumCommand, examples, run_async, with_common
 
 # docsum's numpy work in a command is matrix-vector scans, bound by memory
 # bandwidth: OpenBLAS's threads do not speed them up, and on a busy machine
@@ -40,39 +36,44 @@ if TYPE_CHECKING:
     from docsum.query.options import AskOptions
     from docsum.query.question import Question
     from docsum.query.results import AskResult
-    from docsum.store.base import DocumentStore
-    from docsum.store.records import DocumentRecord
+
 
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.
-HELP = """Summarize folders of PDFs and text files into a local store, then answer
+def _help() -> str:
+    import textwrap
+
+    from docsum.ingest.formats import formats_read
+
+    codes = "\n".join(
+        textwrap.fill(meaning, 76, initial_indent=f"  {int(code):<5}", subsequent_indent=" " * 7)
+        for code, meaning in EXIT_CODE_MEANINGS.items()
+    )
+    return f"""Summarize folders of documents into a local store, then answer
 questions from the documents whose summaries fit best.
+
+Reads {formats_read()}.
 
 \b
 Start with `docsum build FOLDER`, then `docsum ask "QUESTION"`.
-With no API key and no --base-url, docsum uses its offline extractive engine.
+With no API key and no --base-url, docsum uses its offline extractive engine:
+no model is called, answers are sentences quoted from the documents.
 
 \b
 Exit codes:
-  0    ok
-  1    error
-  2    usage or configuration error
-  3    build finished but some files failed (listed; retried next run)
-  4    the store is locked by another build
-  5    nothing to answer from (empty store, nothing chosen or satisfied)
-  130  interrupted by SIGINT, 143 by SIGTERM (the store stays consistent)
+{codes}
 """
+
 
 app = typer.Typer(
     name="docsum",
-    help=HELP,
+    help=_help(),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,  # never render locals (they can hold an API key)
     rich_markup_mode=None,
-    cls=DocsumGroup,
 )
-config_app = typer.Typer(help="Inspect docsum's settings.", no_args_is_help=True, cls=DocsumGroup)
+config_app = typer.Typer(help="Inspect docsum's settings.", no_args_is_help=True)
 
 
 def _print_version(value: bool) -> None:
@@ -93,7 +94,13 @@ def _top(
 app.add_typer(config_app, name="config")
 
 
-@app.command(cls=DocsumCommand)
+@app.command(
+    cls=DocsumCommand,
+    epilog=examples(
+        ("docsum build ./reports", "Summarize every document under ./reports into the default store."),
+        ("docsum build ./reports --dry-run", "Show what a build would read and summarize; change nothing."),
+    ),
+)
 @with_common(BUILD)
 def build(
     paths: Annotated[
@@ -133,7 +140,8 @@ def build(
         return watch_folders(common, llm, options)
     if settings.build_max_calls is not None and not options.dry_run:
         _check_build_calls(store_path, llm, options, settings.build_max_calls)
-    progress = BuildProgress(common.env, enabled=not common.json)
+    offline = llm.metadata.extractive
+    progress = BuildProgress(common.env, enabled=not common.json, offline=offline, dry_run=options.dry_run)
     report = run_async(lambda: build_store(store_path, llm, options, progress))
     print_build_report(common.env, report, as_json=common.json)
     return ExitCode.PARTIAL if report.counts["failed"] else ExitCode.OK
@@ -151,7 +159,16 @@ def _check_build_calls(store_path: StoreLocation, llm: LLM, options: BuildOption
         raise ConfigError(refusal)
 
 
-@app.command(cls=DocsumCommand)
+@app.command(
+    cls=DocsumCommand,
+    epilog=examples(
+        ('docsum ask "When is the bakery\'s auction?"', "Answer from the documents whose summaries fit best."),
+        (
+            'docsum ask "What did the council decide?" --json',
+            "The answer, its sources and citations as one JSON document.",
+        ),
+    ),
+)
 @with_common(ASK)
 def ask(
     question: Annotated[
@@ -192,8 +209,8 @@ def ask(
     stream = settings.stream
     streaming = (env.stdout_isatty if stream is None else stream) and not common.json and questions is None
     options = ask_options(settings, llm, stream=streaming)
-    store_path = common.store_path()
     items = _read_question_file(questions) if questions is not None else None
+    store_path = common.existing_store()
     common.start()
     _note_ignored(common, llm.metadata.extractive, options)
     if items is not None:
@@ -315,184 +332,20 @@ def _joined(flags: list[str]) -> str:
     return flags[0] if len(flags) == 1 else f"{', '.join(flags[:-1])} and {flags[-1]}"
 
 
-def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:
-    from docsum.locations import display_location
-    from docsum.store.opening import open_store, store_exists
+def _register() -> None:
+    # In their own modules (main.py holds build and ask); registered in the order --help lists them.
+    from . import config_cmd, documents
+    from .eval_cmd import EXAMPLES, eval_command
 
-    path = common.store_path()
-    if not store_exists(path):
-        raise ConfigError(f"no store at {display_location(path)}; run `docsum build PATH` first")
-    return open_store(path, create=False, readonly=readonly)
-
-
-@app.command(cls=DocsumCommand)
-@with_common(SUMMARIES)
-def summaries(*, common: Common) -> int:
-    """List the documents in the store: id, path and the first line of each summary."""
-    # Streamed from the store row by row: memory stays flat at any size.
-    with _open_existing(common) as store:
-        docs = store.iter_documents()
-        if common.json:
-            common.env.out_json_array(
-                {
-                    "doc_id": d.doc_id,
-                    "path": d.path,
-                    "root": d.root,
-                    "title": d.title,
-                    "pages": d.page_count,
-                    "tokens": d.token_count,
-                    "summary": d.summary,
-                }
-                for d in docs
-            )
-            return ExitCode.OK
-        common.env.out_lines(
-            f"{d.doc_id}  {clean_name(d.path)}  {clean_name(_first_line(d.summary)[:160])}" for d in docs
-        )
-    return ExitCode.OK
+    app.command("summaries", cls=DocsumCommand, epilog=documents.SUMMARIES_EXAMPLES)(documents.summaries)
+    app.command("show", cls=DocsumCommand, epilog=documents.SHOW_EXAMPLES)(documents.show)
+    app.command("remove", cls=DocsumCommand, epilog=documents.REMOVE_EXAMPLES)(documents.remove)
+    # Eval pulls in the evaluation code when it runs, which other commands never need.
+    app.command("eval", cls=DocsumCommand, epilog=EXAMPLES)(eval_command)
+    config_app.command("show", cls=DocsumCommand, epilog=config_cmd.CONFIG_SHOW_EXAMPLES)(config_cmd.config_show)
 
 
-def _first_line(text: str) -> str:
-    stripped = text.strip()
-    return stripped.splitlines()[0] if stripped else ""
-
-
-def _find(store: DocumentStore, ref: str) -> DocumentRecord:
-    from docsum.query.docref import find_one
-
-    return find_one(store, ref)
-
-
-@app.command(cls=DocsumCommand)
-@with_common(SHOW)
-def show(
-    doc: Annotated[
-        str,
-        typer.Argument(
-            metavar="DOC",
-            help="Document id (or a unique prefix), its path as typed from here, or its stored path.",
-            show_default=False,
-        ),
-    ],
-    *,
-    common: Common,
-) -> int:
-    """Show one document's whole summary, with its node count and pages."""
-    from docsum.query.docref import document_details
-
-    with _open_existing(common) as store:
-        record = _find(store, doc)
-        data, pages = document_details(store, record)
-    if common.json:
-        common.env.out_json(data)
-        return ExitCode.OK
-    env = common.env
-    env.out(f"{clean_name(record.path)}  ({record.doc_id})")
-    env.out(f"title: {clean_name(record.title)}")
-    env.out(
-        f"nodes: {data['nodes']}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}"
-    )
-    read_by_ocr = PageCounts.of(record.page_origins).describe()
-    if read_by_ocr:
-        env.out(f"read: {read_by_ocr}")
-    env.out("")
-    env.out(record.summary)
-    return ExitCode.OK
-
-
-@app.command(cls=DocsumCommand)
-@with_common(REMOVE)
-def remove(
-    doc: Annotated[
-        str,
-        typer.Argument(
-            metavar="DOC",
-            help="Document id (or a unique prefix), its path as typed from here, or its stored path.",
-            show_default=False,
-        ),
-    ],
-    *,
-    common: Common,
-) -> int:
-    """Delete one document (its summary and nodes) from the store."""
-    with _open_existing(common, readonly=False) as store:
-        record = _find(store, doc)
-        store.remove_document(record.doc_id)
-    if common.json:
-        common.env.out_json({"removed": {"doc_id": record.doc_id, "path": record.path}})
-    else:
-        common.env.out(f"removed {clean_name(record.path)} ({record.doc_id})")
-    return ExitCode.OK
-
-
-@config_app.command("show", cls=DocsumCommand)
-@with_common(CONFIG_SHOW)
-def config_show(*, common: Common) -> int:
-    """Every effective setting and where its value came from (flag, environment,
-    config file or default). Secrets are never shown."""
-    from docsum.config import config_file_path, describe_embedder
-    from docsum.locations import display_location, is_postgres
-
-    rows = common.settings.describe()
-    location = common.store_path()
-    store = display_location(location)
-    search = _vector_search(location)
-    config = config_file_path()
-    embedder = describe_embedder(common.settings)
-    limits = common.settings.limits
-    if common.json:
-        common.env.out_json(
-            {
-                "store": store,
-                "store_backend": "postgresql" if is_postgres(location) else "sqlite",
-                "vector_search": search,
-                "embedder": embedder,
-                "config_file": str(config),
-                "config_file_exists": config.is_file(),
-                "limits": dataclasses.asdict(limits),
-                "settings": rows,
-            }
-        )
-        return ExitCode.OK
-    common.env.out(
-        f"config file = {config}{'' if config.is_file() else '  (not found; defaults and environment apply)'}"
-    )
-    common.env.out(f"store = {store}")
-    common.env.out(f"vector search = {search}")
-    common.env.out(f"embedder = {embedder}")
-    common.env.out(
-        f"limits = {limits.requests} LLM requests, {limits.documents} documents and {limits.questions} questions "
-        f"at once, {limits.embed_batch} summaries per embedding request (from concurrency)"
-    )
-    for row in rows:
-        common.env.out(f"{row['name']} = {row['value']!r}  ({row['source']})")
-    return ExitCode.OK
-
-
-def _vector_search(location: object) -> str:
-    """How `docsum ask` will score summary vectors with this store."""
-    from docsum.locations import is_postgres
-    from docsum.store.opening import open_store, store_exists
-
-    if not is_postgres(location):  # type: ignore[arg-type]
-        return "in this process, from the SQLite store"
-    try:
-        if not store_exists(location):  # type: ignore[arg-type]
-            return "unknown until the store exists (run `docsum build`)"
-        with open_store(location, create=False, readonly=True) as store:  # type: ignore[arg-type]
-            return store.search_description()
-    except DocsumError as exc:
-        return f"unknown: {exc}"
-
-
-def _register_eval() -> None:
-    # Its own module: eval pulls in the evaluation code, which other commands never need.
-    from .eval_cmd import eval_command
-
-    app.command("eval", cls=DocsumCommand)(eval_command)
-
-
-_register_eval()
+_register()
 
 
 def _register_mcp() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from docsum.ingest.ocr import PageCounts
 from docsum.models.llm import closing_stream
@@ -21,9 +21,11 @@ if TYPE_CHECKING:  # rich only on a terminal; docsum.query and docsum.builder.pi
 class BuildProgress:
     """A progress bar on a terminal; one plain line per file otherwise."""
 
-    def __init__(self, env: Environment, enabled: bool = True) -> None:
+    def __init__(self, env: Environment, enabled: bool = True, *, offline: bool = False, dry_run: bool = False) -> None:
         self.env = env
-        self.enabled = enabled and not env.quiet
+        # A dry run's plan is the result, on stdout: its files are not listed twice.
+        self.enabled = enabled and not env.quiet and not dry_run
+        self.offline = offline  # the offline engine calls no model: no calls or tokens to count
         self.bar: Progress | None = None
         self.task: TaskID | None = None
         self.calls = 0
@@ -56,7 +58,7 @@ class BuildProgress:
             self.bar.start()
             self.task = self.bar.add_task("build", total=total_files, stats="")
         else:
-            self.env.info(f"docsum: {total_files} file(s), {to_process} to summarize")
+            self.env.info(f"docsum: {total_files} file(s), {to_process} to read and summarize")
 
     def _note(self, line: str) -> None:
         """A line that must not be lost under the bar."""
@@ -70,7 +72,11 @@ class BuildProgress:
         self.tokens += outcome.prompt_tokens
         if outcome.action == "failed":
             # Failures are always shown, even with -q: they change the exit code.
-            again = f" (failed {outcome.attempts} runs in a row)" if outcome.attempts > 1 else ""
+            again = (
+                f" (failed {outcome.attempts} runs in a row; add it to .docsumignore to skip it)"
+                if outcome.attempts > 1
+                else ""
+            )
             self._note(f"docsum: failed {clean_name(outcome.path)}: {outcome.error}{again}")
         if not self.enabled:
             return
@@ -80,7 +86,8 @@ class BuildProgress:
         if outcome.action == "skipped":
             self._note(f"docsum: skipped {clean_name(outcome.path)}: {outcome.error}")
         if self.bar is not None and self.task is not None:
-            self.bar.update(self.task, advance=1, stats=f"{self.calls} LLM calls, {self.tokens} prompt tokens")
+            stats = "offline, no model" if self.offline else f"{self.calls} LLM calls, {self.tokens} prompt tokens"
+            self.bar.update(self.task, advance=1, stats=stats)
             return
         if outcome.action in ("failed", "skipped"):
             return
@@ -88,7 +95,8 @@ class BuildProgress:
         if outcome.action in ("added", "updated", "add", "update"):
             engine = f", read with {outcome.extractor}" if outcome.extractor and self.env.verbose else ""
             pages = PageCounts.of(outcome.page_origins).describe()
-            detail = f" ({outcome.nodes} nodes, {outcome.calls} LLM calls{engine}{'; ' + pages if pages else ''})"
+            calls = "" if self.offline else f", {outcome.calls} LLM calls"
+            detail = f" ({outcome.nodes} nodes{calls}{engine}{'; ' + pages if pages else ''})"
         if outcome.action != "unchanged" or self.env.verbose:
             self.env.info(f"{outcome.action:<9} {clean_name(outcome.path)}{detail}")
 
@@ -114,33 +122,25 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         if env.verbose:
             for entry in report.skipped_entries:
                 env.info(f"docsum: skipped {clean_name(entry.path)} ({entry.reason})")
-    usage = data["usage"]
-    cost = data["estimated_cost_usd"]
-    cost_text = "unknown" if cost is None else f"${cost:.4f}"
+    offline = "offline" in data  # the offline engine: no model, nothing billed (docsum.schema.usage_fields)
     if report.dry_run:
-        planned = data["planned"]
         for item in report.plan:
-            extra = (
-                f"  {item.error}"
-                if item.error
-                else f"  {item.nodes} nodes, {item.calls} calls, {item.prompt_tokens} prompt tokens"
+            work = f"{item.nodes} nodes" + (
+                "" if offline else f", {item.calls} calls, {item.prompt_tokens} prompt tokens"
             )
-            env.out(f"{item.action:<9} {clean_name(item.path)}{extra}")
+            env.out(f"{item.action:<9} {clean_name(item.path)}  {item.error or work}")
         env.out(
             f"dry run: {sum(1 for p in report.plan if p.action == 'add')} to add, "
             f"{sum(1 for p in report.plan if p.action == 'update')} to update, "
             f"{sum(1 for p in report.plan if p.action == 'remove')} to remove, "
-            f"{data['documents']['unchanged']} unchanged; "
-            f"{planned['llm_calls']} LLM calls, {planned['prompt_tokens']} prompt tokens planned, "
-            f"estimated cost {'unknown' if planned['estimated_cost_usd'] is None else '≤ $' + format(planned['estimated_cost_usd'], '.4f')}"
+            f"{data['documents']['unchanged']} unchanged; {_planned_cost(data['planned'], offline)}"
         )
         return
     counts = data["documents"]
     env.out(
         f"{counts['added']} added, {counts['updated']} updated, {counts['unchanged']} unchanged, "
         f"{counts['removed']} removed, {counts['failed']} failed in {data['elapsed_s']:.1f}s; "
-        f"{usage['llm_calls']} LLM calls, {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, "
-        f"cost {cost_text}"
+        f"{_spent(data, offline)}"
     )
     read_by_ocr = report.page_totals.describe()
     if read_by_ocr:
@@ -149,6 +149,30 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         env.out(f"failed (retried next run): {', '.join(sorted(clean_name(f.path) for f in report.failures))}")
     if report.skipped_files:
         env.out(f"skipped symlinks: {', '.join(clean_name(f.path) for f in report.skipped_files)}")
+
+
+OFFLINE_WORDS = "offline extractive engine, no model used, nothing billed"
+
+
+def _spent(data: dict[str, Any], offline: bool) -> str:
+    """What a build cost: its model's calls, tokens and price, or that no model ran."""
+    if offline:
+        return OFFLINE_WORDS
+    usage, cost = data["usage"], data["estimated_cost_usd"]
+    return (
+        f"{usage['llm_calls']} LLM calls, {usage['prompt_tokens']} prompt + {usage['completion_tokens']} "
+        f"completion tokens, cost {'unknown' if cost is None else f'${cost:.4f}'}"
+    )
+
+
+def _planned_cost(planned: dict[str, Any], offline: bool) -> str:
+    if offline:
+        return OFFLINE_WORDS
+    cost = planned["estimated_cost_usd"]
+    return (
+        f"{planned['llm_calls']} LLM calls, {planned['prompt_tokens']} prompt tokens planned, "
+        f"estimated cost {'unknown' if cost is None else '≤ $' + format(cost, '.4f')}"
+    )
 
 
 async def print_answer(env: Environment, result: AskResult, as_json: bool) -> None:
@@ -180,10 +204,11 @@ async def print_answer(env: Environment, result: AskResult, as_json: bool) -> No
         result.finish()
         if result.abstained:
             return
-    elif result.answer or result.status.value == "ok":
+    elif result.answer:
         env.out(result.answer)
     if result.sources:
-        env.out("")
+        if result.answer:  # a mode that writes no answer (no_text) prints its sources alone
+            env.out("")
         env.out("Sources:")
         for line in source_lines(result):
             env.out(line)

@@ -13,7 +13,6 @@ import math
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,81 +32,43 @@ if TYPE_CHECKING:  # the engines, the pipeline and the question code load when a
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
 class Settings:
-    """The value of every setting for one command, typed, and where each came
-    from. One attribute per setting of docsum.settings.SETTINGS, in its order
-    and with the type its kind of value gives (`Setting.annotation`); the
-    defaults, ranges and help stay in that table alone, and
-    tests/test_settings_types.py fails if the two ever disagree."""
+    """The value of every setting for one command, checked, and where each
+    came from. The attributes are the names of docsum.settings.SETTINGS, read
+    from that table: nothing here repeats a name, a type or a default.
+    Read-only once loaded."""
 
-    store: str | None
-    index: str | None
-    llm: str
-    model: str
-    embed_model: str | None
-    base_url: str | None
-    api_key: str | None = field(repr=False)  # a secret: never in a repr, a log or a traceback
-    context_window: int | None
-    max_output_tokens: int
-    concurrency: int
-    timeout: float
-    max_retries: int
-    json: bool
-    quiet: bool
-    verbose: bool
-    no_color: bool
-    dry_run: bool
-    no_prune: bool
-    wait: float
-    summary_query: str | None
-    summary_prompt: Path | None
-    summary_language: str | None
-    chunk_size: int
-    chunk_overlap: int
-    follow_symlinks: bool
-    exclude: list[str]
-    prune_empty: bool
-    jobs: int | None
-    parse_timeout: float
-    parse_memory: int
-    ocr: str
-    build_max_calls: int | None
-    watch: bool
-    watch_settle: float
-    allow_build: bool
-    questions: str | None
-    max_calls: int
-    mode: str
-    retriever: str | None
-    eval_retrievers: list[str] | None
-    top_k: int
-    choice_batch_size: int
-    candidates: int
-    min_score: float | None
-    cutoff: float | None
-    rerank: int | None
-    compress: bool
-    reorder: bool
-    structured_filter: bool
-    polish: bool
-    emotion: str | None
-    template: Path | None
-    refine_template: Path | None
-    var: list[tuple[str, str]]
-    stream: bool | None
-    explain: bool
-    baseline: str | None
-    answers: bool
-    details: bool
-    unanswerable: bool
-    max_questions: int | None
-    sources: Mapping[str, str] = field(default_factory=dict)
+    __slots__ = ("_values", "sources")
+    _values: dict[str, Any]
+    sources: Mapping[str, str]
+
+    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str] | None = None) -> None:
+        missing = [s.name for s in SETTINGS if s.name not in values]
+        unknown = sorted(set(values) - set(SETTING_BY_NAME))
+        if missing or unknown:
+            raise TypeError(f"Settings: missing {missing}, unknown {unknown}")
+        object.__setattr__(self, "_values", dict(values))
+        object.__setattr__(self, "sources", dict(sources or {}))
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for names that are not slots: the settings themselves.
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"no setting {name!r}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"settings are read-only ({name})")
+
+    def __repr__(self) -> str:
+        # A secret never reaches a repr, a log or a traceback.
+        shown = {s.name: ("***" if s.secret and self._values[s.name] else self._values[s.name]) for s in SETTINGS}
+        return f"Settings({shown!r})"
 
     @property
     def values(self) -> dict[str, Any]:
         """Every setting's value by name."""
-        return {setting.name: getattr(self, setting.name) for setting in SETTINGS}
+        return dict(self._values)
 
     @property
     def limits(self) -> Limits:
@@ -128,6 +89,7 @@ class Settings:
         """Every setting a config file may hold, with its effective value and
         source; secrets masked."""
         rows = []
+        offline = engine_choice(self) == "extractive"
         for setting in SETTINGS:
             if not setting.in_file:
                 continue
@@ -142,6 +104,8 @@ class Settings:
                     "value": value,
                     "source": self.sources.get(setting.name, "default"),
                     "help": setting.help,
+                    # A server's settings do nothing when the offline engine answers.
+                    "used": not (offline and setting.server_only),
                 }
             )
         return rows
@@ -172,7 +136,7 @@ def load_settings(flags: dict[str, Any] | None = None, environ: dict[str, str] |
     sources: dict[str, str] = {}
     for setting in SETTINGS:
         values[setting.name], sources[setting.name] = _value_of(setting, given, env, file_values, path)
-    settings = Settings(**values, sources=sources)
+    settings = Settings(values, sources)
     if settings.chunk_overlap >= settings.chunk_size:
         where = " and ".join(sorted({sources["chunk_overlap"], sources["chunk_size"]}))
         raise ConfigError(
@@ -267,6 +231,25 @@ def engine_choice(settings: Settings) -> str:
     return str(settings.llm)
 
 
+def describe_engine(settings: Settings) -> tuple[str, str]:
+    """(what answers, why), for `docsum config show`: the engine these
+    settings select and the settings that selected it."""
+    source = settings.sources.get("llm", "default")
+    if engine_choice(settings) == "extractive":
+        if settings.llm == "extractive":
+            why = f"llm = extractive ({source})"
+        else:
+            why = "no OPENAI_API_KEY (or DOCSUM_API_KEY) and no base_url set"
+        return "offline extractive engine (no model is used; answers quote the documents)", why
+    server = mask_url(settings.base_url) if settings.base_url else "https://api.openai.com/v1"
+    reasons = [f"llm = {settings.llm} ({source})"]
+    if settings.base_url:
+        reasons.append(f"base_url ({settings.sources.get('base_url', 'default')})")
+    if settings.api_key:
+        reasons.append(f"an API key ({settings.sources.get('api_key', 'default')})")
+    return f"model {settings.model} on {server}", ", ".join(reasons)
+
+
 def effective_embed_model(settings: Settings) -> str:
     """The embedding model summaries and questions are embedded with: the
     local embedder when named (`--embed-model local`, any engine), else the
@@ -311,14 +294,15 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
     choice = engine_choice(settings)
     llm: LLM
     if choice == "extractive":
-        llm = ExtractiveLLM(
+        offline = ExtractiveLLM(
             settings.context_window, settings.max_output_tokens, limits=settings.limits, embed_model=embed_model
         )
         if settings.llm != "auto":
-            return llm, None
-        return llm, (
+            return offline, None
+        return offline, (
             "docsum: no API key or base URL configured; using the offline extractive engine "
-            "(answers are sentences quoted from your documents). Set OPENAI_API_KEY or --base-url to use a model."
+            "(no model is used: answers are sentences quoted from your documents). "
+            "Set OPENAI_API_KEY or --base-url to use a model."
         )
     if not settings.api_key and not settings.base_url:
         raise ConfigError("--llm openai needs OPENAI_API_KEY (or DOCSUM_API_KEY) or --base-url")

@@ -1,7 +1,8 @@
 """Exit codes and the exceptions that map onto them.
 
 Scripts and cron jobs branch on these codes, so they are one small enum and never
-change meaning (see the README's "Exit codes" table).
+change meaning. `EXIT_CODE_MEANINGS` is the one statement of what each means:
+`docsum --help` and docs/cli.md are rendered from it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,20 @@ class ExitCode(enum.IntEnum):
     NOTHING_TO_ANSWER = 5  # empty store, nothing chosen, everything filtered, not satisfied
     SIGINT = 130
     SIGTERM = 143
+
+
+# One cause per code, the same in every command.
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "ok",
+    ExitCode.ERROR: "error (a server that failed after retries, a store that cannot be opened or is not a docsum store)",
+    ExitCode.USAGE: "usage or configuration error, including a store or index that does not exist",
+    ExitCode.PARTIAL: "the build finished but some files failed (listed; retried next run)",
+    ExitCode.LOCKED: "the store is locked by another build (--wait SECONDS waits instead)",
+    ExitCode.NOTHING_TO_ANSWER: "nothing to answer from: an empty store, no document chosen, everything filtered, "
+    "nothing satisfied the question, an empty answer",
+    ExitCode.SIGINT: "interrupted by SIGINT (the store stays consistent)",
+    ExitCode.SIGTERM: "interrupted by SIGTERM (the store stays consistent)",
+}
 
 
 class DocsumError(Exception):

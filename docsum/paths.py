@@ -79,6 +79,17 @@ def index_store_path(index: str) -> Path:
     return data_dir() / "indexes" / f"{validate_index_name(index)}.sqlite"
 
 
+def existing_indexes() -> list[str]:
+    """The names of the indexes that have a store file, sorted (for the
+    message naming what exists when a command is given one that does not)."""
+    folder = data_dir() / "indexes"
+    try:
+        names = [p.stem for p in folder.iterdir() if p.suffix == ".sqlite" and _INDEX_NAME.fullmatch(p.stem)]
+    except OSError:  # no folder yet: no index
+        return []
+    return sorted(names)
+
+
 @contextlib.contextmanager
 def replaced_atomically(path: Path) -> Iterator[BinaryIO]:
     """A private (0600) file written beside `path` and renamed over it when

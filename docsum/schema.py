@@ -80,6 +80,29 @@ class Usage:
             "embedding_calls": self.embedding_calls,
         }
 
+    def offline_dict(self) -> dict[str, int]:
+        """What the offline engine did, under names that say so: it calls no
+        model, so none of it is an LLM call or a billed token."""
+        return {
+            "extractive_steps": self.llm_calls,
+            "tokens_read": self.prompt_tokens,
+            "tokens_written": self.completion_tokens,
+            "local_embeddings": self.embedding_calls,
+        }
+
+
+OFFLINE_ENGINE = "extractive"  # LLMMetadata.engine of the offline engine
+
+
+def usage_fields(calls: list[CallRecord], engine: str) -> dict[str, Any]:
+    """The usage part of a --json document. With a model: `usage` counts its
+    calls and tokens. Offline: `usage` is all zeros (no model was called, the
+    shape stays the same for scripts) and `offline` counts the engine's work."""
+    usage = Usage.of(calls)
+    if engine != OFFLINE_ENGINE:
+        return {"usage": usage.as_dict()}
+    return {"usage": Usage().as_dict(), "offline": usage.offline_dict()}
+
 
 class ResponseMode(str, enum.Enum):  # noqa: UP042 (str() of a StrEnum member differs)
     """How an answer is put together (docsum ask --mode). Here, not in

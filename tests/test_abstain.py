@@ -163,7 +163,9 @@ def test_llm_choosing_none_is_an_abstention(offline_sample_store: Path) -> None:
 
 
 def test_an_empty_store_is_not_an_abstention(tmp_path: Path) -> None:
-    code, out, err = run("ask", SWALLOW, "--store", tmp_path / "none.sqlite")
+    (tmp_path / "empty").mkdir()
+    assert run("build", tmp_path / "empty", "--store", tmp_path / "empty.sqlite")[0] == 0
+    code, out, err = run("ask", SWALLOW, "--store", tmp_path / "empty.sqlite")
     assert code == 5 and out == ""
 
 

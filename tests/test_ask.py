@@ -152,14 +152,15 @@ def test_json_usage_counts_only_this_ask(sample_store: Path) -> None:
 # --------------------------------------------------------------------------- nothing to answer from
 
 
-def test_exit_5_no_store(tmp_path: Path) -> None:
+def test_missing_store_is_a_usage_error_not_exit_5(tmp_path: Path) -> None:
+    # A typo in --store is not "nothing to answer from": scripts must tell the two apart.
     code, out, err = run("ask", QUESTION, "--store", tmp_path / "missing.sqlite")
-    assert code == 5 and out == ""
-    assert "no store at" in last_line(err)
+    assert code == 2 and out == ""
+    assert "no store at" in last_line(err) and "docsum build PATH --store" in last_line(err)
     code, out, err = run("ask", QUESTION, "--store", tmp_path / "missing.sqlite", "--json")
-    assert code == 5
-    assert json.loads(out)["status"] == "empty" and "no store" in json.loads(out)["reason"]
-    assert "no store at" in last_line(err)  # the reason is on stderr with --json too
+    assert code == 2
+    assert json.loads(out)["error"]["exit_code"] == 2 and "no store at" in json.loads(out)["error"]["message"]
+    assert not (tmp_path / "missing.sqlite").exists()
 
 
 def test_exit_5_empty_store(tmp_path: Path) -> None:

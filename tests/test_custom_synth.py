@@ -101,7 +101,8 @@ def test_custom_synthesizer_answers_through_the_cli(plugin_env: dict[str, str], 
     assert result["mode"] == spec
     assert result["answer"].startswith(f"{len(result['sources'])} PASSAGES: ")
     assert result["answer"] == result["answer"].upper()
-    assert result["usage"]["llm_calls"] == 1
+    # Offline its one answer step is the engine's work, not an LLM call.
+    assert result["usage"]["llm_calls"] == 0 and result["offline"]["extractive_steps"] == 1
 
 
 def test_unknown_mode_is_a_usage_error(plugin_env: dict[str, str]) -> None:
@@ -133,7 +134,7 @@ def test_answer_options_reach_a_custom_synthesizer_or_are_refused(plugin_env: di
     assert "TEMPLATE: " in moved.stdout and "This is very important to my career." in moved.stdout
     assert "ignores --emotion" not in moved.stderr  # it reached the synthesizer: not ignored
     # The class's plan is what --explain reports.
-    assert f"0 LLM call(s) in {spec} mode" in moved.stderr
+    assert f"0 offline step(s) (no model) in {spec} mode" in moved.stderr
     refused = run(["ask", "Who designed it?", "--mode", spec, "--filter"], plugin_env)
     assert refused.returncode == 2, refused
     assert (

@@ -46,7 +46,7 @@ def test_stored_path_and_unique_id_prefix(two_folders: Path) -> None:
 
 def test_an_ambiguous_name_lists_the_candidates_with_their_folders(two_folders: Path, tmp_path: Path) -> None:
     code, out, err = run("show", "notes.txt", "--store", two_folders)
-    assert code == 2 and "names 2 documents" in err and str(tmp_path / "data/pdfs") in err
+    assert code == 2 and "matches 2 documents" in err and str(tmp_path / "data/pdfs") in err
 
 
 def test_remove_takes_the_typed_path(two_folders: Path) -> None:

@@ -152,7 +152,7 @@ def test_every_command_gives_the_sqlite_results(tmp_path: Path, pg_url: str) -> 
 def test_missing_store_and_empty_store_exit_codes(pg_url: str) -> None:
     assert not store_exists(pg_url)
     asked = run_cli("ask", "anything", "--store", pg_url)
-    assert asked.code == 5 and "no store at" in asked.stderr
+    assert asked.code == 2 and "no store at" in asked.stderr
     assert run_cli("summaries", "--store", pg_url).code == 2
     assert not store_exists(pg_url), "reading commands must not create the store"
 

@@ -133,7 +133,7 @@ def test_failed_files_are_retried_and_a_fixed_file_is_added(tmp_path: Path) -> N
     text = run_cli("build", folder, "--store", store)
     assert text.code == 3
     assert "failed (retried next run): empty.md, report.pdf" in text.stdout
-    assert "(failed 2 runs in a row)" in text.stderr
+    assert "(failed 2 runs in a row; add it to .docsumignore to skip it)" in text.stderr
     assert {p: f["attempts"] for p, f in failures_in_store(store).items()} == {"report.pdf": 2, "empty.md": 2}
 
     # Fixed: the PDF replaced by a good one, the empty file deleted.

@@ -226,7 +226,9 @@ def test_concurrency_sets_every_limit_in_one_record(monkeypatch: pytest.MonkeyPa
     assert load_settings({"concurrency": "12"}, environ={}).limits.embed_batch == 48
     shown = run_cli("config", "show", "--json", "--concurrency", "5").json()["limits"]
     assert (shown["requests"], shown["documents"], shown["questions"]) == (5, 10, 5)
+    # Offline no request is sent, so only the documents and questions limits are shown.
+    assert "limits = 10 documents and 5 questions at once" in run_cli("config", "show", "--concurrency", "5").stdout
     assert (
         "limits = 5 LLM requests, 10 documents and 5 questions at once"
-        in run_cli("config", "show", "--concurrency", "5").stdout
+        in run_cli("config", "show", "--concurrency", "5", "--base-url", "http://127.0.0.1:9/v1").stdout
     )

@@ -96,6 +96,7 @@ class Builder:
             self.store.label,
             dry_run=self.options.dry_run,
             model=self.llm.metadata.price_key,
+            engine=self.llm.metadata.engine,
             num_output=self.llm.metadata.num_output,
         )
         plan = await self.reconcile()

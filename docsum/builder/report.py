@@ -13,7 +13,7 @@ from docsum.ingest.discover import SkippedFile
 from docsum.ingest.ocr import PageCounts
 from docsum.models.llm import estimated_cost
 from docsum.models.prompts import DEFAULT_SUMMARY_QUERY, PromptTemplate
-from docsum.schema import CallRecord, Usage
+from docsum.schema import OFFLINE_ENGINE, CallRecord, Usage, usage_fields
 from docsum.settings import DEFAULT_LIMITS, Limits, default
 
 
@@ -91,6 +91,7 @@ class BuildReport:
     # (counted as unchanged: this run did not pay for them).
     done_elsewhere: int = 0
     model: str | None = None  # the model the run is priced by; None when no price applies
+    engine: str = ""  # LLMMetadata.engine: "extractive" is the offline engine, which calls no model
     num_output: int = 0
 
     @property
@@ -116,6 +117,7 @@ class BuildReport:
 
     def as_dict(self) -> dict[str, Any]:
         usage = self.usage
+        offline = self.engine == OFFLINE_ENGINE
         out: dict[str, Any] = {
             "store": self.store,
             "documents": dict(self.counts),
@@ -123,8 +125,12 @@ class BuildReport:
                 {"path": f.path, "error": f.error} | ({"attempts": f.attempts} if f.attempts else {})
                 for f in sorted(self.failures, key=lambda f: f.path)
             ],
-            "usage": usage.as_dict(),
-            "estimated_cost_usd": estimated_cost(self.model, usage.prompt_tokens, usage.completion_tokens),
+            "engine": self.engine,
+            **usage_fields(self.calls, self.engine),
+            # Offline nothing is billed: 0, not null ("the price is unknown").
+            "estimated_cost_usd": 0.0
+            if offline
+            else estimated_cost(self.model, usage.prompt_tokens, usage.completion_tokens),
             "elapsed_s": round(self.elapsed_s, 3),
             "skipped": self.skipped,
             "skipped_files": [{"path": s.path, "reason": s.error} for s in self.skipped_files]
@@ -139,25 +145,30 @@ class BuildReport:
         }
         if self.dry_run:
             out["dry_run"] = True
+            # Offline, the plan's steps are no LLM calls and its tokens are not billed: zero here.
             out["plan"] = [
                 {
                     "path": p.path,
                     "action": p.action,
                     "nodes": p.nodes,
-                    "llm_calls": p.calls,
-                    "prompt_tokens": p.prompt_tokens,
+                    "llm_calls": 0 if offline else p.calls,
+                    "prompt_tokens": 0 if offline else p.prompt_tokens,
                     "error": p.error,
                 }
                 for p in self.plan
             ]
-            calls, prompt = self.planned_calls, self.planned_prompt_tokens
+            calls, prompt = (0, 0) if offline else (self.planned_calls, self.planned_prompt_tokens)
             out["planned"] = {
                 "llm_calls": calls,
                 "prompt_tokens": prompt,
                 # At most: every answer may use the whole output budget.
                 "max_completion_tokens": calls * self.num_output,
-                "estimated_cost_usd": estimated_cost(self.model, prompt, calls * self.num_output),
+                "estimated_cost_usd": 0.0 if offline else estimated_cost(self.model, prompt, calls * self.num_output),
             }
+            if offline:
+                out["planned"]["offline"] = {
+                    "documents_to_summarize": sum(1 for p in self.plan if p.action in ("add", "update") and not p.error)
+                }
         return out
 
 

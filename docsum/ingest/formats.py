@@ -40,3 +40,25 @@ def kind_for(path: Path | str) -> str | None:
         # pathlib's rule: a name ending in "." has no suffix.
         return SUPPORTED_SUFFIXES.get(suffix.lower()) if len(suffix) > 1 else None
     return SUPPORTED_SUFFIXES.get(path.suffix.lower())
+
+
+# What a person calls each kind of document (a kind missing here is shown by its own name).
+KIND_NAMES: dict[str, str] = {
+    "pdf": "PDF",
+    "docx": "Word",
+    "html": "HTML",
+    "markdown": "Markdown",
+    "rst": "reStructuredText",
+    "csv": "CSV",
+    "text": "plain text",
+}
+
+
+def formats_read() -> str:
+    """Every format read, with its suffixes, for --help and the docs:
+    "PDF (.pdf), Word (.docx), ...": the table above is the only list."""
+    by_kind: dict[str, list[str]] = {}
+    for suffix, kind in SUPPORTED_SUFFIXES.items():
+        by_kind.setdefault(kind, []).append(suffix)
+    order = [k for k in KIND_NAMES if k in by_kind] + [k for k in by_kind if k not in KIND_NAMES]
+    return ", ".join(f"{KIND_NAMES.get(kind, kind)} ({', '.join(by_kind[kind])})" for kind in order)

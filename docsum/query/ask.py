@@ -350,9 +350,12 @@ class _Run:
             tokens=tokens,
             llm_calls=None if planned is None else planned + (1 if polishing else 0),
         )
+        calls = "?" if plan.llm_calls is None else plan.llm_calls
+        # The offline engine's steps are no LLM calls: its plan is named for what it is.
+        answer_by = f"{calls} offline step(s) (no model)" if llm.metadata.extractive else f"{calls} LLM call(s)"
         self.say(
             f"plan: {plan.documents} document(s) → {plan.nodes} node(s) → {tokens} tokens → "
-            f"{'?' if plan.llm_calls is None else plan.llm_calls} LLM call(s) in {options.label} mode"
+            f"{answer_by} in {options.label} mode"
         )
         answer_step = f"answer ({options.label})"
         response: Response = await _in_step(answer_step, synth.asynthesize(question, nodes, **options.variables))

@@ -1,6 +1,7 @@
 """Which stored document a person means by what they typed (`docsum show`,
 `docsum remove`): an id or a unique id prefix, the path as typed from the
-current folder, or the stored path (relative to its build root)."""
+current folder, the stored path (relative to its build root), or the start
+of a file name (`greenhouse` for greenhouse_plan.docx)."""
 
 from __future__ import annotations
 
@@ -37,8 +38,23 @@ def find_documents(store: DocumentStore, ref: str, cwd: Path | None = None) -> l
     if stored:
         return stored
     if len(ref) >= MIN_ID_PREFIX and all(c in "0123456789abcdef" for c in ref.lower()):
-        return [d for d in store.list_documents() if d.doc_id.startswith(ref.lower())]
-    return []
+        by_id = [d for d in store.iter_documents(with_summaries=False) if d.doc_id.startswith(ref.lower())]
+        if by_id:
+            return by_id
+    return _name_prefix_matches(store, ref)
+
+
+def _name_prefix_matches(store: DocumentStore, ref: str) -> list[DocumentRecord]:
+    """The documents whose file name, or stored path, starts with `ref`
+    (case ignored): what a person types who remembers only how a name begins.
+    They are then read by id (the scan reads no summary)."""
+    start = ref.lower()
+    ids = [
+        d.doc_id
+        for d in store.iter_documents(with_summaries=False)
+        if os.path.basename(d.path).lower().startswith(start) or d.path.lower().startswith(start)
+    ]
+    return store.get_documents(ids) if ids else []
 
 
 def _typed_path_matches(store: DocumentStore, ref: str, cwd: Path) -> list[DocumentRecord]:
@@ -61,14 +77,23 @@ def _typed_path_matches(store: DocumentStore, ref: str, cwd: Path) -> list[Docum
 
 def find_one(store: DocumentStore, ref: str, listing: str = "`docsum summaries`") -> DocumentRecord:
     """The one document `ref` names; ConfigError when none or several do
-    (`listing` says where the person can see what there is)."""
+    (`listing` says where the person can see what there is; several are
+    listed as candidates, up to MAX_CANDIDATES of them)."""
     matches = find_documents(store, ref)
     if not matches:
         raise ConfigError(f"no document {ref!r} in {store.label}; see {listing}")
     if len(matches) > 1:
-        names = ", ".join(f"{d.doc_id} ({clean_name(os.path.join(d.root, d.path))})" for d in matches[:5])
-        raise ConfigError(f"{ref!r} names {len(matches)} documents: {names}; use the id or the path with its folder")
+        shown = matches[:MAX_CANDIDATES]
+        names = ", ".join(f"{clean_name(d.path)} ({d.doc_id}, in {clean_name(d.root)})" for d in shown)
+        more = f" and {len(matches) - len(shown)} more" if len(matches) > len(shown) else ""
+        raise ConfigError(
+            f"{ref!r} matches {len(matches)} documents: {names}{more}; give a longer name, the path with its folder, or the id"
+        )
     return matches[0]
+
+
+# Candidates an ambiguous name lists (the rest are counted).
+MAX_CANDIDATES = 10
 
 
 def document_details(store: DocumentStore, record: DocumentRecord) -> tuple[dict[str, Any], list[int]]:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from docsum.schema import CallRecord, Usage
+from docsum.schema import CallRecord, Usage, usage_fields
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,7 @@ class EvalReport:
     calls: tuple[CallRecord, ...] = ()
     unresolved: tuple[str, ...] = ()
     elapsed_s: float = 0.0
+    engine: str = ""  # LLMMetadata.engine; the offline engine's work is not reported as LLM usage
 
     @property
     def usage(self) -> Usage:
@@ -176,7 +177,7 @@ class EvalReport:
             },
             "answers": self.answers.as_dict() if self.answers else None,
             "abstention": self.abstention.as_dict() if self.abstention else None,
-            "usage": self.usage.as_dict(),
+            **usage_fields(list(self.calls), self.engine),
             "unresolved_gold_docs": list(self.unresolved),
             "elapsed_s": round(self.elapsed_s, 3),
         }

@@ -304,6 +304,7 @@ async def evaluate(
         made,
         tuple(unresolved),
         time.monotonic() - started,
+        engine=llm.metadata.engine,
     )
 
 

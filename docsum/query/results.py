@@ -18,7 +18,7 @@ from docsum.errors import DocsumError, ExitCode
 from docsum.models.abstain import says_cannot_answer
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate
-from docsum.schema import CallRecord, NodeWithScore, ResponseStatus, Usage
+from docsum.schema import CallRecord, NodeWithScore, ResponseStatus, Usage, usage_fields
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ class AskResult:
             "abstained": self.abstained,
             "citations": [c.as_dict() for c in self.citations],
             "unsupported": [u.as_dict() for u in self.unsupported],
-            "usage": self.usage.as_dict(),
+            **usage_fields(self.calls, self.engine),
         }
 
     def attach_citations(self) -> None:
