@@ -79,6 +79,7 @@ class Settings:
     eval_retrievers: list[str] | None
     top_k: int
     choice_batch_size: int
+    answer_sentences: int
     candidates: int
     min_score: float | None
     cutoff: float | None
@@ -304,7 +305,11 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
     choice = engine_choice(settings)
     if choice == "extractive":
         llm = ExtractiveLLM(
-            settings.context_window, settings.max_output_tokens, limits=settings.limits, embed_model=embed_model
+            settings.context_window,
+            settings.max_output_tokens,
+            limits=settings.limits,
+            embed_model=embed_model,
+            answer_sentences=settings.answer_sentences,
         )
         if settings.llm != "auto":
             return llm, None

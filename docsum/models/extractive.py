@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
+from docsum.models.layout import answer_units
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import (
@@ -37,7 +38,7 @@ from docsum.models.tokens import tokenizer_for_model
 from docsum.query.abstain import ABSTENTION_TEXT, name_terms, says_cannot_answer
 from docsum.query.citations import markers_in, split_numbered, strip_markers, with_marker
 from docsum.schema import CallRecord
-from docsum.settings import DEFAULT_LIMITS, Limits
+from docsum.settings import DEFAULT_LIMITS, Limits, default
 
 EXTRACTIVE_MODEL = "docsum-extractive"
 _DOC_BLOCK = re.compile(r"^Document (\d+):\s*$", re.MULTILINE)
@@ -46,7 +47,7 @@ _DOC_BLOCK = re.compile(r"^Document (\d+):\s*$", re.MULTILINE)
 class ExtractiveLLM(LLM):
     # Part of the summary fingerprint: bump it when summaries would come out
     # differently, so stores re-summarize instead of keeping stale ones.
-    version = "10"
+    version = "11"
 
     def __init__(
         self,
@@ -54,7 +55,9 @@ class ExtractiveLLM(LLM):
         num_output: int | None = None,
         limits: Limits = DEFAULT_LIMITS,
         embed_model: str = LEXICAL_EMBED_MODEL,
+        answer_sentences: int = default("answer_sentences"),
     ) -> None:
+        self.answer_sentences = answer_sentences
         metadata = LLMMetadata(
             model=EXTRACTIVE_MODEL,
             context_window=context_window or DEFAULT_CONTEXT_WINDOW,
@@ -137,7 +140,14 @@ class ExtractiveLLM(LLM):
         """The sentences of `context` that answer `query` best, each with the
         number of the passage it came from."""
         units, marks = _units_of(context)
-        chosen = _select(query, units, max(16, self.metadata.num_output), self.metadata.tokenizer, focused=True)
+        chosen = _select(
+            query,
+            units,
+            max(16, self.metadata.num_output),
+            self.metadata.tokenizer,
+            focused=True,
+            most=self.answer_sentences,
+        )
         return _join(with_marker(text, marks[pos]) for pos, text in chosen)
 
     def summarize(self, query: str, context: str) -> str:
@@ -210,7 +220,13 @@ class ExtractiveLLM(LLM):
             if not new:
                 return existing
         chosen = _select(
-            query, old + new, self.metadata.num_output, self.metadata.tokenizer, prefer=len(old), focused=True
+            query,
+            old + new,
+            self.metadata.num_output,
+            self.metadata.tokenizer,
+            prefer=len(old),
+            focused=True,
+            most=self.answer_sentences,
         )
         if {text for _, text in chosen} <= set(old):
             return existing  # the new material adds nothing better: keep the answer as it was
@@ -249,7 +265,9 @@ def _units_of(context: str) -> tuple[list[str], list[int | None]]:
     units: list[str] = []
     marks: list[int | None] = []
     for marker, text in split_numbered(context):
-        for sentence in sentences(text):
+        # Whole sentences and table rows with their headings, never a cover
+        # page, a contents line or a heading (docsum.models.layout).
+        for sentence in answer_units(text):
             carried = markers_in(sentence)
             # Bracketed numbers inside a passage are the document's own
             # ("as shown in [12]"): dropped, so they cannot pass for markers.
@@ -309,10 +327,13 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
 }
 ANSWER_TYPE_BONUS = 0.25
 NAME_WEIGHT = 0.5
-# An answer is a few good sentences, not a page: stop at this many, and skip
-# sentences scoring below this share of the best one.
-MAX_ANSWER_SENTENCES = 6
+# An answer is a few good sentences, not a page: stop at --answer-sentences,
+# or once this many words are quoted (the first sentence is always kept), and
+# skip sentences scoring below this share of the best one.
+MAX_ANSWER_WORDS = 80
 RELATIVE_FLOOR = 0.4
+# A unit this short that is no table row is a heading or a fragment.
+MIN_ANSWER_WORDS = 4
 # The offline engine answers only when some sentence of the passages holds at
 # least this share of the question's content words; otherwise it declines.
 # Set on both evaluation corpora at once (bench/RESULTS.md, "Abstention"):
@@ -338,6 +359,7 @@ def _select(
     prefer: int = 0,
     focused: bool = False,
     informative: bool = False,
+    most: int = default("answer_sentences"),
 ) -> list[tuple[int, str]]:
     """Pick sentences by query relevance plus centrality, without near-repeats,
     until the output budget is used. Returns (position, sentence) pairs, best first.
@@ -375,6 +397,8 @@ def _select(
     for (pos, text), bag in zip(unique, bags):
         if focused and _MARKUP.match(text) and text.lstrip().startswith("#"):
             continue  # a heading names a topic; it does not answer a question
+        if focused and (len(text.split()) < MIN_ANSWER_WORDS or text.upper() == text):
+            continue  # a fragment or an all-capitals heading ("ITEM 1. FINANCIAL STATEMENTS")
         bonus = informative_bonus(text) if informative else 0.0
         if bonus is None:
             continue  # not prose: a heading, formula debris, a row of figures
@@ -399,15 +423,18 @@ def _select(
 
     chosen: list[tuple[int, str]] = []
     chosen_terms: list[set[str]] = []
-    used = 0
+    used = words = 0
     best = scored[0][0] if scored else 0.0
     for score, pos, text, bag in scored:
         if any_overlap and score <= 0:
             break
-        if focused and chosen and (len(chosen) >= MAX_ANSWER_SENTENCES or score < RELATIVE_FLOOR * best):
+        if focused and chosen and (len(chosen) >= most or score < RELATIVE_FLOOR * best):
             break
         if any(bag and len(bag & other) / len(bag | other) > 0.6 for other in chosen_terms):
             continue
+        if focused and chosen and words + len(text.split()) > MAX_ANSWER_WORDS:
+            continue
+        words += len(text.split())
         cost = tokenizer.count(text) + 1
         if used + cost > budget:
             if not chosen:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from docsum.models.prose import document_kind
 from docsum.query.abstain import document_keys, is_period, missing_names, question_names, subject_names
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate, Retrieval, passes_floor
@@ -75,7 +76,18 @@ def grounded(
     full = [c for c in pool if cover[c.doc_id] == set(names)]
     kept: list[Candidate]
     if full:
-        kept = [c for c in pool if cover[c.doc_id] == set(names) or (c in found.chosen and not cover[c.doc_id])][:top_k]
+        # The documents about everything named come first; a chosen one that
+        # names none of it may be the other hop (minutes that never name the
+        # bakery), unless it is the same kind of document as one that does
+        # (another company's 10-Q) or the retriever chose none that does:
+        # then it is about something else.
+        kinds = {_kind(c) for c in full} - {None}
+        hops = [
+            c
+            for c in found.chosen
+            if not cover[c.doc_id] and _kind(c) not in kinds and any(f in found.chosen for f in full)
+        ]
+        kept = (full + hops)[:top_k]
         note = f"needs {', '.join(names)}; {len(full)} candidate(s) mention all"
     else:
         union = set().union(*cover.values()) if cover else set()
@@ -110,3 +122,9 @@ def grounded(
     if added:
         note += f"; took {', '.join(added)} instead"
     return kept, by_doc, StepReport("grounding", len(found.chosen), len(kept), note=note)
+
+
+def _kind(candidate: Candidate) -> str | None:
+    """The kind of document its summary opens with ("a quarterly report
+    filed on SEC Form 10-Q"), if it says."""
+    return document_kind(candidate.summary.strip().split("\n", 1)[0])
