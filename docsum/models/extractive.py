@@ -166,7 +166,13 @@ class ExtractiveLLM(LLM):
         units = [u for u in sentences(body) if not is_opening(u)]
         # Figures, tables and references are no summary's sentences; when
         # nothing else is left, the most central lines still are (below).
-        prose = [u for u in sentences(without_figures_and_tables(body)) if not is_opening(u) and not is_reference(u)]
+        # Read line by line (docsum.models.layout): a PDF's table headings,
+        # contents lines and cover boilerplate are no summary's sentences.
+        prose = [
+            u
+            for u in answer_units(without_figures_and_tables(body), rows=False)
+            if not is_opening(u) and not is_reference(u)
+        ]
         lead: list[str] = []
         if first is None:
             # Without a recognisable title block, the opening lines still
