@@ -334,9 +334,10 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
 ANSWER_TYPE_BONUS = 0.25
 NAME_WEIGHT = 0.5
 # An answer is a few good sentences, not a page: stop at --answer-sentences,
-# or once this many words are quoted (the first sentence is always kept), and
+# or once about this many words a sentence are quoted (the first sentence is
+# always kept), and
 # skip sentences scoring below this share of the best one.
-MAX_ANSWER_WORDS = 80
+WORDS_PER_ANSWER_SENTENCE = 27  # 80 words at the default 3 sentences
 RELATIVE_FLOOR = 0.4
 # A unit this short that is no table row is a heading or a fragment.
 MIN_ANSWER_WORDS = 4
@@ -438,7 +439,7 @@ def _select(
             break
         if any(bag and len(bag & other) / len(bag | other) > 0.6 for other in chosen_terms):
             continue
-        if focused and chosen and words + len(text.split()) > MAX_ANSWER_WORDS:
+        if focused and chosen and words + len(text.split()) > WORDS_PER_ANSWER_SENTENCE * most:
             continue
         words += len(text.split())
         cost = tokenizer.count(text) + 1

@@ -16,21 +16,51 @@ from docsum.lazyre import LazyPattern
 from docsum.lexical import sentences
 from docsum.models.tablerows import is_row, row_quote
 
-# Form and cover-page boilerplate: any of these in a line makes it noise.
-_BOILERPLATE = LazyPattern(
-    r"\(Mark One\)|[☒☐]|\bWashington, D\.C\. 20549\b|\bSECURITIES AND EXCHANGE COMMISSION\b"
-    r"|\bIndicate by check mark\b|\bCommission [Ff]ile [Nn]umber\b|\bI\.R\.S\. Employer\b"
-    r"|\bpursuant to Section 13 or 15\(d\)|\b(?:large accelerated|non-accelerated) filer\b"
-    r"|\bcertifying officer|\bPursuant to the requirements of the Securities Exchange Act\b|^/s/"
-    r"|\bSarbanes-Oxley\b|\bState or [Oo]ther [Jj]urisdiction\b|\bTrading [Ss]ymbol"
-    r"|\bemerging growth company\b|\bshell company\b|\bTable of Contents\b|\bExact name of [Rr]egistrant"
-    r"|\bprincipal executive offices\b|\btelephone number\b|\bSecurities registered pursuant\b"
-    r"|\bfiling requirements for the past\b|\bsubmit such files\b|\bInteractive Data File\b"
-    r"|\bof incorporation or organization\b|\bFor the transition period\b",
+# Form and cover-page boilerplate: a line holding any of these (in lower
+# case) is noise. Plain substrings: a pattern of this many alternatives cost
+# a millisecond a line.
+_BOILERPLATE = (
+    "(mark one)",
+    "☒",
+    "☐",
+    "washington, d.c. 20549",
+    "securities and exchange commission",
+    "indicate by check mark",
+    "commission file number",
+    "i.r.s. employer",
+    "pursuant to section 13 or 15(d)",
+    "accelerated filer",
+    "certifying officer",
+    "pursuant to the requirements of the securities exchange act",
+    "sarbanes-oxley",
+    "state or other jurisdiction",
+    "trading symbol",
+    "emerging growth company",
+    "shell company",
+    "table of contents",
+    "exact name of registrant",
+    "principal executive offices",
+    "telephone number",
+    "securities registered pursuant",
+    "filing requirements for the past",
+    "submit such files",
+    "interactive data file",
+    "of incorporation or organization",
+    "for the transition period",
 )
-# A short title-like line ending in a page number: a contents line or a
-# running header ("MD&A   37", "Legal Proceedings 50").
-_TITLE_AND_PAGE = re.compile(r"^(?:[A-Z&][\w&’',.-]*\s+(?:(?:and|of|the|for|on|in|to|&)\s+)*){1,10}\d{1,3}$")
+_CONNECTORS = frozenset({"and", "of", "the", "for", "on", "in", "to", "&"})
+MAX_TITLE_WORDS = 14
+
+
+def _title_and_page(text: str) -> bool:
+    """A short title-like line ending in a page number: a contents line or a
+    running header ("MD&A 37", "Legal Proceedings 50")."""
+    words = text.split()
+    if len(words) < 2 or len(words) > MAX_TITLE_WORDS + 1 or not (words[-1].isdigit() and len(words[-1]) <= 3):
+        return False
+    return all(w in _CONNECTORS or w[:1].isupper() or w[:1] == "&" for w in words[:-1])
+
+
 # Lines a table sets above its rows: column group headings, a line of years,
 # its unit.
 _TABLE_HEADING = re.compile(
@@ -55,10 +85,11 @@ def is_noise(line: str) -> bool:
     """Boilerplate, a contents line, a page number or header: never quoted."""
     text = " ".join(line.split())
     return bool(
-        _BOILERPLATE.search(text)
+        any(cue in text.lower() for cue in _BOILERPLATE)
+        or text.startswith("/s/")
         or _CONTENTS.match(text)
         or _PAGE_FURNITURE.search(text)
-        or _TITLE_AND_PAGE.match(text)
+        or _title_and_page(text)
         or _TABLE_HEADING.match(text)
     )
 

@@ -75,7 +75,7 @@ def opening(text: str) -> tuple[str | None, str]:
     if title.isupper():  # a cover's capitals: "MICROSOFT CORPORATION" reads "Microsoft Corporation"
         title = " ".join(w[:1] + w[1:].lower() for w in title.split(" "))
     body = "\n".join(text.split("\n")[used:])
-    period = covered_period(text)
+    period = covered_period(text) or (None if re.search(r"\b(?:1[5-9]|20)\d\d\b", title) else head_date(text))
     if period:
         title = f"{title}, {period}"
     # "Apple Inc." ends the sentence once, not twice.
@@ -90,6 +90,24 @@ _PERIOD = LazyPattern(
     r"((?:January|February|March|April|May|June|July|August|September|October|November|December)\s+\d{1,2},?\s+\d{4})",
     re.IGNORECASE,
 )
+
+
+_MONTH = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE = LazyPattern(
+    rf"\b(\d{{1,2}}(?:[-–]\d{{1,2}})?\s+(?:{_MONTH})\s+\d{{4}}|(?:{_MONTH})\s+\d{{1,2}},\s+\d{{4}})\b", re.IGNORECASE
+)
+# A date this near the top is the document's own (when minutes were held, a
+# report's event), not one it mentions.
+HEAD_DATE_CHARS = 400
+
+
+def head_date(text: str) -> str | None:
+    """The first date in the head of `text` ("2 October 2019"), months in
+    their usual capitals, else None."""
+    found = _DATE.search(text[:HEAD_DATE_CHARS])
+    if found is None:
+        return None
+    return " ".join(w.capitalize() if w.isalpha() else w for w in found.group(1).split())
 
 
 def covered_period(text: str) -> str | None:

@@ -16,13 +16,12 @@ quarter before the year to date): an answer is a few facts, not a table.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
-# One cell holding a figure: "$ 1,234", "(1,199)", "642.0 %", "(1.3)%", "—".
-_FIGURE_CELL = r"(?:\$\s*)?\(?-?\d(?:[\d,]*\d)?(?:\.\d+)?\)?\s?%?|—|–"
-_ROW = re.compile(rf"^(?P<label>[^\d$(—–][^\t]*?[A-Za-z)\]:][^\t]*?)\s+(?P<cells>(?:(?:{_FIGURE_CELL})\s*)+)$")
-_CELL = re.compile(_FIGURE_CELL)
+# One token of a figure cell: "$", "1,234", "(1,199)", "642.0", "%", "(1.3)%", "—".
+_CELL_TOKEN = re.compile(r"\$|%|\)%?|\(?-?\$?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[—–]")
 _CELL_SPLIT = re.compile(r"\t|\s{2,}")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 _UNITS = re.compile(r"\(\s*in (millions|billions|thousands)\b[^)]*\)", re.IGNORECASE)
@@ -37,28 +36,38 @@ MAX_HEADING_DISTANCE = 40
 @dataclass(frozen=True)
 class Row:
     label: str
-    values: list[str]
+    values: tuple[str, ...]
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def parse_row(line: str) -> Row | None:
-    """A table row: a label and at least one figure cell, or None."""
-    text = line.strip()
-    if not text or len(text) > 300:
+    """A table row: a label and at least one figure cell, or None. Read from
+    the end, token by token (a pattern that backtracks over a long line of
+    prose cost seconds per document)."""
+    tokens = line.split()
+    if not tokens or len(tokens) > 60:
         return None
-    match = _ROW.match(text)
-    if match is None:
+    i = len(tokens)
+    while i > 0 and _CELL_TOKEN.fullmatch(tokens[i - 1]):
+        i -= 1
+    label = " ".join(tokens[:i]).rstrip(" :.")
+    values: list[str] = []
+    for token in tokens[i:]:
+        if values and (token in ("%", ")", ")%") or values[-1] == "$"):
+            values[-1] += token  # "$ 607" is one cell, "14.2 %" another
+        else:
+            values.append(token)
+    values = [v for v in values if any(c.isdigit() for c in v) or v in ("—", "–")]
+    if not values or not label or not any(c.isalpha() for c in label) or len(label.split()) > 14:
         return None
-    label = " ".join(match.group("label").split()).rstrip(" :.")
-    values = [" ".join(v.split()).replace("$ ", "$").replace(" %", "%") for v in _CELL.findall(match.group("cells"))]
-    values = [v for v in values if v.strip()]
+    if label[0].isdigit() or label[0] in "$(—–":
+        return None
     if len(values) == 1 and values[0].isdigit():
         return None  # one plain number: a page reference ("Item 2 … 31"), a zip code, a count in a heading
-    if not values or len(label.split()) > 14 or not any(c.isalpha() for c in label):
-        return None
     # "in 2022 and 2021" is prose ending in years, not a row of them.
     if all(_YEAR.match(v) for v in values) and len(values) <= 2 and label[-1:].islower():
         return None
-    return Row(label, values)
+    return Row(label, tuple(values))
 
 
 def is_row(line: str) -> bool:
@@ -145,7 +154,7 @@ def row_quote(lines: list[str], at: int) -> str | None:
     if row is None:
         return None
     headings, unit = _column_headings(lines, at, len(row.values))
-    values = row.values
+    values = list(row.values)
     if headings:
         values, headings = _first_group(values, headings)
         parts = [f"{_with_unit(v, unit)}, {_lower_first(h)}" for v, h in zip(values, headings)]

@@ -57,8 +57,9 @@ def figures(text: str) -> set[str]:
 
 
 def words_of(answer: str) -> list[str]:
-    """The answer's words, citation markers left out."""
-    return _MARKER.sub(" ", answer).split()
+    """The answer's words, citation markers (and the punctuation they leave
+    standing alone) left out."""
+    return [w for w in _MARKER.sub(" ", answer).split() if any(c.isalnum() for c in w)]
 
 
 def _normal(text: str) -> str:
