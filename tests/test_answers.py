@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from helpers import run_cli_parts as run
 
+from docsum.layout import answer_units
 from docsum.lexical import sentences
-from docsum.models.layout import answer_units
-from docsum.models.tablerows import row_quote
 from docsum.query.answermeasures import GradedAnswer, figures, measure, wrong_entity
+from docsum.tablerows import row_quote
 
 # A statement laid out as PDF text gives it: one row a line, single spaces,
 # the column groups and years on lines of their own above.

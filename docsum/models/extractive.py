@@ -18,11 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from docsum.citations import markers_in, split_numbered, strip_markers, with_marker
+from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
-from docsum.models.layout import answer_units
+from docsum.models.abstain import name_terms, says_cannot_answer
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import (
+    ABSTENTION_TEXT,
     KIND_CHOICE_SELECT,
     KIND_COMPRESS,
     KIND_DOCUMENT_SUMMARY,
@@ -35,8 +38,6 @@ from docsum.models.prompts import (
 )
 from docsum.models.prose import informative_bonus, is_opening, is_reference, opening, without_figures_and_tables
 from docsum.models.tokens import tokenizer_for_model
-from docsum.query.abstain import ABSTENTION_TEXT, name_terms, says_cannot_answer
-from docsum.query.citations import markers_in, split_numbered, strip_markers, with_marker
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, Limits, default
 
@@ -166,7 +167,7 @@ class ExtractiveLLM(LLM):
         units = [u for u in sentences(body) if not is_opening(u)]
         # Figures, tables and references are no summary's sentences; when
         # nothing else is left, the most central lines still are (below).
-        # Read line by line (docsum.models.layout): a PDF's table headings,
+        # Read line by line (docsum.layout): a PDF's table headings,
         # contents lines and cover boilerplate are no summary's sentences.
         prose = [
             u
@@ -272,7 +273,7 @@ def _units_of(context: str) -> tuple[list[str], list[int | None]]:
     marks: list[int | None] = []
     for marker, text in split_numbered(context):
         # Whole sentences and table rows with their headings, never a cover
-        # page, a contents line or a heading (docsum.models.layout).
+        # page, a contents line or a heading (docsum.layout).
         for sentence in answer_units(text):
             carried = markers_in(sentence)
             # Bracketed numbers inside a passage are the document's own

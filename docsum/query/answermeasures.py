@@ -10,7 +10,7 @@ whether a short gold answer is in the answer at all.
 - **answer length**: words of each answered question's answer, median and
   90th percentile;
 - **wrong entity**: of the answered questions that name something (a company,
-  a person, a place: docsum.query.abstain.question_names), those whose every
+  a person, a place: docsum.models.abstain.question_names), those whose every
   cited document is neither a gold document nor named for one of the
   question's names (its file name, title or summary);
 - **gold in the answer** (short reference answers only, up to
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from docsum.query.abstain import TextKeys, fold, is_figure, question_names
+from docsum.models.abstain import TextKeys, fold, is_figure, question_names
 
 FIRST_WORDS = 50
 SHORT_ANSWER_WORDS = 6

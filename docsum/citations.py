@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from docsum.layout import answer_units
 from docsum.lexical import sentences, terms
-from docsum.models.layout import answer_units
 from docsum.schema import NodeWithScore
 
 # Above each numbered passage. Distinctive on purpose: papers start lines with
@@ -159,7 +159,7 @@ class CitationReport:
 def _best_quote(claim: set[str], passage: str) -> tuple[str, float]:
     """The unit of the passage that holds most of the claim: a sentence, or a
     table row with its headings as the offline engine quotes it
-    (docsum.models.layout), so the quote is what the answer's sentence came from."""
+    (docsum.layout), so the quote is what the answer's sentence came from."""
     best, share = "", 0.0
     for sentence in answer_units(passage) or sentences(passage):
         words = set(terms(sentence))

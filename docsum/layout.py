@@ -1,7 +1,7 @@
 """What each line of a passage is, so the offline engine quotes sentences and
 table rows, never page furniture: prose (joined across the line breaks of a
 wrapped paragraph, so a sentence is whole), a table row (quoted with its
-headings, docsum.models.tablerows), a heading, or noise: a cover page's and
+headings, docsum.tablerows), a heading, or noise: a cover page's and
 a form's boilerplate ("20549 FORM 10-Q (Mark One) ☒ …"), a table of
 contents line ("Item 1A. Risk Factors 50"), a running header or a page
 number. Headings and noise are never answer sentences, and no unit spans
@@ -14,7 +14,7 @@ import re
 
 from docsum.lazyre import LazyPattern
 from docsum.lexical import sentences
-from docsum.models.tablerows import is_row, row_quote
+from docsum.tablerows import is_row, row_quote
 
 # Form and cover-page boilerplate: a line holding any of these (in lower
 # case) is noise. Plain substrings: a pattern of this many alternatives cost
