@@ -201,3 +201,29 @@ def test_eval_answers_reports_the_measures(tmp_path: Path) -> None:
     assert set(measures["by_kind"]) == {"single", "multi"}
     code, out, err = run("eval", questions, "--store", store, "--answers")
     assert code == 0 and "answers as read" in out
+
+
+def test_a_second_hop_must_continue_from_the_first(tmp_path: Path) -> None:
+    # Before: a chosen document naming nothing of the question was kept as
+    # "the other hop" and its fact quoted (Djibouti's first president for a
+    # question on a journal's publisher).
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "journal.txt").write_text(
+        "The Journal of Quiet Studies is a journal published by the Society of Listeners. It appears four times a year.\n"
+    )
+    (folder / "listeners.txt").write_text(
+        "The Society of Listeners was founded in 1901. Its first president was Agatha Marsh, who served until 1910.\n"
+    )
+    (folder / "island.txt").write_text(
+        "Portavo gained its independence in 1977 and Ruben Kell became the first president of Portavo. "
+        "The first president of the island served until 1991, and the association of farmers elected him twice.\n"
+    )
+    store = tmp_path / "s.sqlite"
+    assert run("build", folder, "--store", store, "-q")[0] == 0
+    question = "Who was the first president of the association which published the Journal of Quiet Studies?"
+    code, out, err = run("ask", question, "--store", store, "--json")
+    assert code in (0, 5), err
+    data = json.loads(out)
+    assert "Ruben Kell" not in data["answer"]
+    assert "island.txt" not in {c["path"] for c in data["citations"]}

@@ -438,7 +438,12 @@ def _select(
             break
         if focused and chosen and (len(chosen) >= most or score < RELATIVE_FLOOR * best):
             break
-        if any(bag and len(bag & other) / len(bag | other) > 0.6 for other in chosen_terms):
+        # A near repeat, or a sentence another chosen one holds nearly whole
+        # ("Key changes were: • R&D expenses increased …" beside "R&D expenses increased …").
+        if any(
+            bag and (len(bag & other) / len(bag | other) > 0.6 or len(bag & other) / min(len(bag), len(other)) > 0.85)
+            for other in chosen_terms
+        ):
             continue
         if focused and chosen and words + len(text.split()) > WORDS_PER_ANSWER_SENTENCE * most:
             continue
