@@ -71,6 +71,7 @@ class Settings:
     jobs: int | None
     parse_timeout: float
     parse_memory: int
+    ocr: str
     build_max_calls: int | None
     questions: str | None
     max_calls: int
@@ -240,7 +241,7 @@ def store_location(settings: Settings) -> StoreLocation:
     """The store a command uses, by one rule for every command: --store, else
     --index NAME, else $DOCSUM_STORE, else `store` in config.toml, else the
     index "default". (A postgresql:// URL stays a string: Path would fold its "//".)"""
-    from docsum.locations import is_postgres
+    from docsum.locations import check_location, is_postgres
 
     if settings.store and settings.given("store"):
         chosen = str(settings.store)
@@ -251,7 +252,10 @@ def store_location(settings: Settings) -> StoreLocation:
         chosen = str(settings.store)
     else:
         return index_store_path("default")
-    return chosen.strip() if is_postgres(chosen) else Path(chosen).expanduser()
+    if is_postgres(chosen):
+        check_location(chosen.strip())
+        return chosen.strip()
+    return Path(chosen).expanduser()
 
 
 def engine_choice(settings: Settings) -> str:
@@ -303,6 +307,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
     if embed_model == LOCAL_EMBED_MODEL:
         check_available()  # exit 2 now, not a failure per document later
     choice = engine_choice(settings)
+    llm: LLM
     if choice == "extractive":
         llm = ExtractiveLLM(
             settings.context_window,
@@ -313,11 +318,10 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         )
         if settings.llm != "auto":
             return llm, None
-        notice = (
+        return llm, (
             "docsum: no API key or base URL configured; using the offline extractive engine "
             "(answers are sentences quoted from your documents). Set OPENAI_API_KEY or --base-url to use a model."
         )
-        return llm, notice
     if not settings.api_key and not settings.base_url:
         raise ConfigError("--llm openai needs OPENAI_API_KEY (or DOCSUM_API_KEY) or --base-url")
     from docsum.models.openaillm import OpenAILLM
@@ -333,7 +337,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         timeout=settings.timeout,
         max_retries=settings.max_retries,
     )
-    notice = None
+    notice: str | None = None
     if settings.base_url and settings.sources.get("model") == "default":
         # A local server has its own model names: say what is being asked
         # for rather than send OpenAI's default name in silence.
@@ -359,6 +363,7 @@ def build_options(settings: Settings, paths: list[Path]) -> BuildOptions:
         wait_seconds=settings.wait,
         parse_timeout_s=settings.parse_timeout,
         parse_memory_mb=settings.parse_memory,
+        ocr=settings.ocr,
         limits=settings.limits,
     )
     prompt = settings.summary_prompt

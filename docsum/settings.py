@@ -282,7 +282,8 @@ SETTINGS: tuple[Setting, ...] = (
         "store",
         text("TEXT"),
         None,
-        "Store file, or a postgresql:// URL for a store shared by a team (default: $DOCSUM_STORE, else the named index).",
+        "Store file, or a PostgreSQL connection string (a postgresql:// URL or libpq's host=… dbname=… words) "
+        "for a store shared by a team (default: $DOCSUM_STORE, else the named index).",
         _ALL,
         ("DOCSUM_STORE",),
         True,
@@ -434,6 +435,15 @@ SETTINGS: tuple[Setting, ...] = (
         _BUILD,
     ),
     Setting("parse_memory", whole(128, 1 << 20), 3072, "Memory limit in MB of each file-reading process.", _BUILD),
+    Setting(
+        "ocr",
+        choice("auto", "off", "force"),
+        "auto",
+        "OCR (needs docsum[ocr]): auto reads pages without a text layer and images; off never; force every page.",
+        _BUILD,
+        ("DOCSUM_OCR",),
+        True,
+    ),
     Setting(
         "build_max_calls",
         whole(1),

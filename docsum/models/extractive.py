@@ -431,9 +431,9 @@ def _select(
 
     chosen: list[tuple[int, str]] = []
     chosen_terms: list[set[str]] = []
-    used = words = 0
+    used = quoted = 0
     best = scored[0][0] if scored else 0.0
-    for score, pos, text, bag in scored:
+    for score, pos, text, words in scored:
         if any_overlap and score <= 0:
             break
         if focused and chosen and (len(chosen) >= most or score < RELATIVE_FLOOR * best):
@@ -441,13 +441,17 @@ def _select(
         # A near repeat, or a sentence another chosen one holds nearly whole
         # ("Key changes were: • R&D expenses increased …" beside "R&D expenses increased …").
         if any(
-            bag and (len(bag & other) / len(bag | other) > 0.6 or len(bag & other) / min(len(bag), len(other)) > 0.85)
+            words
+            and (
+                len(words & other) / len(words | other) > 0.6
+                or len(words & other) / max(1, min(len(words), len(other))) > 0.85
+            )
             for other in chosen_terms
         ):
             continue
-        if focused and chosen and words + len(text.split()) > WORDS_PER_ANSWER_SENTENCE * most:
+        if focused and chosen and quoted + len(text.split()) > WORDS_PER_ANSWER_SENTENCE * most:
             continue
-        words += len(text.split())
+        quoted += len(text.split())
         cost = tokenizer.count(text) + 1
         if used + cost > budget:
             if not chosen:
@@ -456,11 +460,11 @@ def _select(
                 # so the answer never exceeds the output budget.
                 head = _head_within(text, max(1, budget * 3 // 4), tokenizer)
                 chosen.append((pos, head))
-                chosen_terms.append(bag)
+                chosen_terms.append(words)
                 used = tokenizer.count(head) + 1
             continue
         chosen.append((pos, text))
-        chosen_terms.append(bag)
+        chosen_terms.append(words)
         used += cost
     return chosen
 

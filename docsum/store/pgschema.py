@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from docsum.errors import ConfigError, DocsumError, StoreVersionError
 from docsum.locations import display_location, location_secrets
+from docsum.sanitize import Redactor, scrub
 from docsum.store.pgvector import SEARCH_PATH_SQL
+from docsum.store.records import aggregate_row
 from docsum.store.tables import V1_TABLES
 
 if TYPE_CHECKING:
@@ -79,6 +81,10 @@ PG_MIGRATIONS: list[str] = [
     """
     INSERT INTO meta (key, value) VALUES ('vector_table', '"summary_vectors"') ON CONFLICT (key) DO NOTHING;
     """,
+    # v3: each page's text origin, as in the SQLite store's v4.
+    """
+    ALTER TABLE documents ADD COLUMN page_origins TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 
@@ -119,8 +125,7 @@ def migrate(conn: psycopg.Connection[Any], where: str) -> None:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
             conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.schema_version (version INTEGER NOT NULL)")
             current = schema_version(conn) or 0
-            row = conn.execute(f"SELECT count(*) FROM {SCHEMA}.schema_version").fetchone()
-            if row[0] == 0:
+            if aggregate_row(conn.execute(f"SELECT count(*) FROM {SCHEMA}.schema_version"))[0] == 0:
                 conn.execute(f"INSERT INTO {SCHEMA}.schema_version (version) VALUES (0)")
             if current > len(migrations):
                 raise StoreVersionError(f"{where}: written by a newer docsum (schema v{current}); upgrade docsum")
@@ -160,13 +165,11 @@ def driver_errors(url: str, what: str = "") -> Iterator[None]:
 
 
 def driver_message(url: str, exc: BaseException) -> str:
-    """A driver's message on one line, any password of `url` replaced by ***
-    (for every path that shows one: errors, warnings, `config show`)."""
+    """A driver's message on one line, scrubbed of any password of `url` and
+    of every secret written in a recognizable form (docsum.sanitize.scrub),
+    for every path that shows one: errors, warnings, `config show`."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    for secret in location_secrets(url):
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    return scrub(text, Redactor(location_secrets(url)))
 
 
 def pipeline(conn: psycopg.Connection[Any]) -> contextlib.AbstractContextManager[Any]:
