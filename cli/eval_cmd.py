@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,6 +19,7 @@ EXAMPLES = examples(
 
 # Imported when eval runs: every other command registers eval, none needs it.
 if TYPE_CHECKING:
+    from docsum.query.answermeasures import AnswerMeasures, Share
     from docsum.query.evalreport import EvalReport
 
 
@@ -128,6 +129,8 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str |
         console.print(
             f"answers ({a.mode} mode, graded by {a.grader}): accuracy {acc} over {a.graded} question(s); by kind {dict(a.by_kind)}"
         )
+        if a.measures is not None:
+            _print_measures(console, a.measures)
     if report.abstention:
         ab = Table(
             title=f"answer / abstain ({report.abstention.mode} mode): normal runs should answer, hidden-gold runs abstain"
@@ -159,6 +162,44 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str |
         f"cost {'unknown' if cost is None else f'${cost:.4f}'}"
     )
     env.info(f"docsum: {spent}, {report.elapsed_s:.1f}s")
+
+
+def _print_measures(console: Any, measures: AnswerMeasures) -> None:
+    """The answer measures (docsum.query.answermeasures), overall and per kind."""
+    from rich.table import Table
+
+    table = Table(title="answers as read")
+    columns = (
+        "kind",
+        "figure in first 50 words",
+        "words median",
+        "words p90",
+        "wrong entity",
+        "short gold in first 50",
+        "short gold anywhere",
+        "short answered without gold",
+    )
+    for column in columns:
+        table.add_column(column, justify="left" if column == "kind" else "right")
+
+    def share(s: Share) -> str:
+        return "-" if s.rate is None else f"{s.rate:.3f} ({s.hits}/{s.n})"
+
+    def words(value: float | None) -> str:
+        return "-" if value is None else f"{value:g}"
+
+    for kind, m in [("all", measures), *measures.by_kind.items()]:
+        table.add_row(
+            kind,
+            share(m.figure_first_50),
+            words(m.words_median),
+            words(m.words_p90),
+            share(m.wrong_entity),
+            share(m.short_gold_first_50),
+            share(m.short_gold_anywhere),
+            share(m.short_answered_without_gold),
+        )
+    console.print(table)
 
 
 def _rate(value: float | None) -> str:

@@ -11,11 +11,13 @@ flagged as unsupported.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from docsum.layout import answer_units
 from docsum.lexical import sentences, terms
 from docsum.schema import NodeWithScore
 
@@ -156,8 +158,11 @@ class CitationReport:
 
 
 def _best_quote(claim: set[str], passage: str) -> tuple[str, float]:
+    """The unit of the passage that holds most of the claim: a sentence, or a
+    table row with its headings as the offline engine quotes it
+    (docsum.layout), so the quote is what the answer's sentence came from."""
     best, share = "", 0.0
-    for sentence in sentences(passage):
+    for sentence in answer_units(passage) or sentences(passage):
         words = set(terms(sentence))
         overlap = len(claim & words) / len(claim) if claim else 0.0
         if overlap > share or not best:
@@ -194,8 +199,42 @@ def cite(answer: str, nodes: list[NodeWithScore], roots: dict[str, str] | None =
             report.unsupported.append(
                 UnsupportedSentence(strip_markers(sentence), tuple(cited), round(max(support, joint), 2))
             )
-    report.citations = [seen[m] for m in sorted(seen)]
+    # Markers as a reader follows them: 1..n in order of first use, one per
+    # distinct passage quote (two overlapping passages quoting the same
+    # sentence of a document are one source).
+    renumber: dict[int, int] = {}
+    by_quote: dict[tuple[str, str], int] = {}
+    citations: list[Citation] = []
+    for old in markers_in(cleaned):
+        if old not in seen or old in renumber:
+            continue
+        citation = seen[old]
+        same = by_quote.get((citation.doc, citation.quote))
+        if same is not None:
+            renumber[old] = same
+            continue
+        new = len(citations) + 1
+        renumber[old] = by_quote[(citation.doc, citation.quote)] = new
+        citations.append(dataclasses.replace(citation, marker=new))
+    cleaned = _renumbered(cleaned, renumber)
+    report.citations = citations
+    report.unsupported = [
+        dataclasses.replace(u, markers=tuple(dict.fromkeys(renumber.get(m, m) for m in u.markers)))
+        for u in report.unsupported
+    ]
     return cleaned, report
+
+
+def _renumbered(answer: str, renumber: dict[int, int]) -> str:
+    """The answer with each marker group's numbers mapped, each number once."""
+
+    def one(match: re.Match[str]) -> str:
+        numbers = list(dict.fromkeys(renumber.get(int(n), int(n)) for n in match.group(1).split(",")))
+        return "".join(f"[{n}]" for n in numbers)
+
+    text = MARKER.sub(one, answer)
+    # "[1] … [1][1]" after merging: a marker repeated side by side once.
+    return re.sub(r"(\[\d{1,3}\])(?:\s*\1)+", r"\1", text)
 
 
 def display_names(docs: list[tuple[str, str, str]], shared_paths: set[str]) -> dict[str, str]:

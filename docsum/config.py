@@ -295,7 +295,11 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
     llm: LLM
     if choice == "extractive":
         offline = ExtractiveLLM(
-            settings.context_window, settings.max_output_tokens, limits=settings.limits, embed_model=embed_model
+            settings.context_window,
+            settings.max_output_tokens,
+            limits=settings.limits,
+            embed_model=embed_model,
+            answer_sentences=settings.answer_sentences,
         )
         if settings.llm != "auto":
             return offline, None

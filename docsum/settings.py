@@ -394,6 +394,15 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("choice_batch_size", whole(1, 1_000), 10, "Summaries per LLM choice-select call.", _ASK_EVAL, (), True),
     Setting(
+        "answer_sentences",
+        whole(1, 50),
+        3,
+        "Offline engine: at most this many sentences or table rows in an answer (more for longer answers).",
+        _ASK_EVAL,
+        ("DOCSUM_ANSWER_SENTENCES",),
+        True,
+    ),
+    Setting(
         "candidates",
         whole(1, 10_000),
         20,

@@ -222,7 +222,10 @@ def test_empty_question_is_a_usage_error(sample_store: Path, question: str) -> N
 
 
 def test_very_long_question(sample_store: Path) -> None:
-    words = " ".join(f"word{i % 97}" for i in range(5000)) + " library reopen ENDMARK?"
+    # Made-up lower-case words: a code such as "word7" would be a name the
+    # documents must hold (grounding, for every engine), not just a long text.
+    words = " ".join("word" + "".join(chr(97 + int(d)) for d in str(i % 97)) for i in range(5000))
+    words += " library reopen endmark?"
     with FakeOpenAI(responder=smart()) as fake:
         # The default 3900-token window cannot hold it beside any document: a
         # clear usage error naming the limit, before anything is sent.
@@ -245,7 +248,7 @@ def test_very_long_question(sample_store: Path) -> None:
         )
         assert code == 0, err
         assert json.loads(out)["answer"] == ANSWER
-        assert any("ENDMARK" in user_text(r.body) for r in fake.chat_requests())
+        assert any("endmark" in user_text(r.body) for r in fake.chat_requests())
     # Offline, too: a clean refusal, not a crash.
     code, out, err = run("ask", words, "--store", sample_store)
     assert code == 2 and "Traceback" not in err

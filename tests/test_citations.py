@@ -61,6 +61,27 @@ def test_unsupported_sentence_is_flagged() -> None:
     assert [u.sentence for u in report.unsupported] == ["The captain owns three red bicycles."]
 
 
+def test_markers_are_renumbered_in_order_of_first_use_one_per_passage_quote() -> None:
+    # Before: markers were the passages' numbers ([3], [1]), and two
+    # overlapping passages quoting the same sentence were two markers.
+    same = "The ferry crosses to Northbank every thirty minutes."
+    nodes = [
+        NodeWithScore(Node("Tickets cost two dollars for adults.", "d2", "tickets.txt", pages=(7,))),
+        NodeWithScore(Node(f"Boats.\n\n{same}", "d1", "ferry.txt", pages=(3,))),
+        NodeWithScore(Node(f"{same} It is the oldest route.", "d1", "ferry.txt", pages=(3, 4))),
+    ]
+    answer = "The ferry crosses to Northbank every thirty minutes [3]. It runs every thirty minutes [2]. Tickets cost two dollars [1]."
+    cleaned, report = cite(answer, nodes)
+    assert cleaned == (
+        "The ferry crosses to Northbank every thirty minutes [1]. It runs every thirty minutes [1]. "
+        "Tickets cost two dollars [2]."
+    )
+    assert [(c.marker, c.path, c.quote) for c in report.citations] == [
+        (1, "ferry.txt", same),
+        (2, "tickets.txt", "Tickets cost two dollars for adults."),
+    ]
+
+
 def test_offline_answer_cites_every_sentence_it_quotes(offline_sample_store: Path) -> None:
     code, out, err = run("ask", QUICK_START, "--store", offline_sample_store, "--json")
     assert code == 0, err

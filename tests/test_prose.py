@@ -138,23 +138,25 @@ Net sales rose in the quarter.
 
 
 @pytest.mark.parametrize(
-    "text, name",
+    "text, name, says",
     [
-        (COVER, "Apple Inc."),
+        # Once, not "Apple Inc..", and the quarter the cover names.
+        (COVER, "Apple Inc.", "Apple Inc., for the quarter ended July 1, 2023."),
         (
             "UNITED STATES\n   FORM 10-Q\n   Commission File Number 001-37845\n\n\n   MICROSOFT CORPORATION\n   WASHINGTON   91-1144442\n",
             "MICROSOFT CORPORATION",
+            "Microsoft Corporation.",
         ),
-        (PAPER, None),
+        (PAPER, None, None),
     ],
 )
-def test_a_filing_is_titled_by_its_registrant(text: str, name: str | None) -> None:
+def test_a_filing_is_titled_by_its_registrant(text: str, name: str | None, says: str | None) -> None:
     # Before: every filing was titled "UNITED STATES", its cover's first line,
-    # and its summary never said whose filing it was.
+    # and its summary never said whose filing it was, nor for which quarter.
     assert registrant(text) == name
     if name:
         assert first_line_title(text) == name
-        assert opening(text)[0] == f"A quarterly report filed on SEC Form 10-Q: {name}."
+        assert opening(text)[0] == f"A quarterly report filed on SEC Form 10-Q: {says}"
 
 
 # --------------------------------------------------------------------------- figures and tables

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from docsum.citations import markers_in, split_numbered, strip_markers, with_marker
+from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import name_terms, says_cannot_answer
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
@@ -38,7 +39,7 @@ from docsum.models.prompts import (
 from docsum.models.prose import informative_bonus, is_opening, is_reference, opening, without_figures_and_tables
 from docsum.models.tokens import tokenizer_for_model
 from docsum.schema import CallRecord
-from docsum.settings import DEFAULT_LIMITS, Limits
+from docsum.settings import DEFAULT_LIMITS, Limits, default
 
 EXTRACTIVE_MODEL = "docsum-extractive"
 _DOC_BLOCK = re.compile(r"^Document (\d+):\s*$", re.MULTILINE)
@@ -47,7 +48,7 @@ _DOC_BLOCK = re.compile(r"^Document (\d+):\s*$", re.MULTILINE)
 class ExtractiveLLM(LLM):
     # Part of the summary fingerprint: bump it when summaries would come out
     # differently, so stores re-summarize instead of keeping stale ones.
-    version = "10"
+    version = "11"
 
     def __init__(
         self,
@@ -55,7 +56,9 @@ class ExtractiveLLM(LLM):
         num_output: int | None = None,
         limits: Limits = DEFAULT_LIMITS,
         embed_model: str = LEXICAL_EMBED_MODEL,
+        answer_sentences: int = default("answer_sentences"),
     ) -> None:
+        self.answer_sentences = answer_sentences
         metadata = LLMMetadata(
             model=EXTRACTIVE_MODEL,
             context_window=context_window or DEFAULT_CONTEXT_WINDOW,
@@ -138,7 +141,14 @@ class ExtractiveLLM(LLM):
         """The sentences of `context` that answer `query` best, each with the
         number of the passage it came from."""
         units, marks = _units_of(context)
-        chosen = _select(query, units, max(16, self.metadata.num_output), self.metadata.tokenizer, focused=True)
+        chosen = _select(
+            query,
+            units,
+            max(16, self.metadata.num_output),
+            self.metadata.tokenizer,
+            focused=True,
+            most=self.answer_sentences,
+        )
         return _join(with_marker(text, marks[pos]) for pos, text in chosen)
 
     def summarize(self, query: str, context: str) -> str:
@@ -157,7 +167,13 @@ class ExtractiveLLM(LLM):
         units = [u for u in sentences(body) if not is_opening(u)]
         # Figures, tables and references are no summary's sentences; when
         # nothing else is left, the most central lines still are (below).
-        prose = [u for u in sentences(without_figures_and_tables(body)) if not is_opening(u) and not is_reference(u)]
+        # Read line by line (docsum.layout): a PDF's table headings,
+        # contents lines and cover boilerplate are no summary's sentences.
+        prose = [
+            u
+            for u in answer_units(without_figures_and_tables(body), rows=False)
+            if not is_opening(u) and not is_reference(u)
+        ]
         lead: list[str] = []
         if first is None:
             # Without a recognisable title block, the opening lines still
@@ -211,7 +227,13 @@ class ExtractiveLLM(LLM):
             if not new:
                 return existing
         chosen = _select(
-            query, old + new, self.metadata.num_output, self.metadata.tokenizer, prefer=len(old), focused=True
+            query,
+            old + new,
+            self.metadata.num_output,
+            self.metadata.tokenizer,
+            prefer=len(old),
+            focused=True,
+            most=self.answer_sentences,
         )
         if {text for _, text in chosen} <= set(old):
             return existing  # the new material adds nothing better: keep the answer as it was
@@ -250,7 +272,9 @@ def _units_of(context: str) -> tuple[list[str], list[int | None]]:
     units: list[str] = []
     marks: list[int | None] = []
     for marker, text in split_numbered(context):
-        for sentence in sentences(text):
+        # Whole sentences and table rows with their headings, never a cover
+        # page, a contents line or a heading (docsum.layout).
+        for sentence in answer_units(text):
             carried = markers_in(sentence)
             # Bracketed numbers inside a passage are the document's own
             # ("as shown in [12]"): dropped, so they cannot pass for markers.
@@ -310,10 +334,14 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
 }
 ANSWER_TYPE_BONUS = 0.25
 NAME_WEIGHT = 0.5
-# An answer is a few good sentences, not a page: stop at this many, and skip
-# sentences scoring below this share of the best one.
-MAX_ANSWER_SENTENCES = 6
+# An answer is a few good sentences, not a page: stop at --answer-sentences,
+# or once about this many words a sentence are quoted (the first sentence is
+# always kept), and
+# skip sentences scoring below this share of the best one.
+WORDS_PER_ANSWER_SENTENCE = 27  # 80 words at the default 3 sentences
 RELATIVE_FLOOR = 0.4
+# A unit this short that is no table row is a heading or a fragment.
+MIN_ANSWER_WORDS = 4
 # The offline engine answers only when some sentence of the passages holds at
 # least this share of the question's content words; otherwise it declines.
 # Set on both evaluation corpora at once (bench/RESULTS.md, "Abstention"):
@@ -339,6 +367,7 @@ def _select(
     prefer: int = 0,
     focused: bool = False,
     informative: bool = False,
+    most: int = default("answer_sentences"),
 ) -> list[tuple[int, str]]:
     """Pick sentences by query relevance plus centrality, without near-repeats,
     until the output budget is used. Returns (position, sentence) pairs, best first.
@@ -376,6 +405,8 @@ def _select(
     for (pos, text), bag in zip(unique, bags):
         if focused and _MARKUP.match(text) and text.lstrip().startswith("#"):
             continue  # a heading names a topic; it does not answer a question
+        if focused and (len(text.split()) < MIN_ANSWER_WORDS or text.upper() == text):
+            continue  # a fragment or an all-capitals heading ("ITEM 1. FINANCIAL STATEMENTS")
         bonus = informative_bonus(text) if informative else 0.0
         if bonus is None:
             continue  # not prose: a heading, formula debris, a row of figures
@@ -400,15 +431,27 @@ def _select(
 
     chosen: list[tuple[int, str]] = []
     chosen_terms: list[set[str]] = []
-    used = 0
+    used = quoted = 0
     best = scored[0][0] if scored else 0.0
     for score, pos, text, words in scored:
         if any_overlap and score <= 0:
             break
-        if focused and chosen and (len(chosen) >= MAX_ANSWER_SENTENCES or score < RELATIVE_FLOOR * best):
+        if focused and chosen and (len(chosen) >= most or score < RELATIVE_FLOOR * best):
             break
-        if any(words and len(words & other) / len(words | other) > 0.6 for other in chosen_terms):
+        # A near repeat, or a sentence another chosen one holds nearly whole
+        # ("Key changes were: • R&D expenses increased …" beside "R&D expenses increased …").
+        if any(
+            words
+            and (
+                len(words & other) / len(words | other) > 0.6
+                or len(words & other) / max(1, min(len(words), len(other))) > 0.85
+            )
+            for other in chosen_terms
+        ):
             continue
+        if focused and chosen and quoted + len(text.split()) > WORDS_PER_ANSWER_SENTENCE * most:
+            continue
+        quoted += len(text.split())
         cost = tokenizer.count(text) + 1
         if used + cost > budget:
             if not chosen:

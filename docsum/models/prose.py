@@ -70,9 +70,55 @@ def opening(text: str) -> tuple[str | None, str]:
     title, used = found
     # A Markdown heading's marks are not part of its title; a filing is its
     # registrant's.
-    title = registrant(text) or re.sub(r"^#{1,6}\s+", "", title).rstrip(" .:;,#")
+    title = registrant(text) or re.sub(r"^#{1,6}\s+", "", title)
+    title = title.rstrip(" :;,#")
+    if title.isupper():  # a cover's capitals: "MICROSOFT CORPORATION" reads "Microsoft Corporation"
+        title = " ".join(w[:1] + w[1:].lower() for w in title.split(" "))
     body = "\n".join(text.split("\n")[used:])
-    return f"{kind[0].upper()}{kind[1:]}: {title}.", body
+    period = covered_period(text) or (None if re.search(r"\b(?:1[5-9]|20)\d\d\b", title) else head_date(text))
+    if period:
+        title = f"{title}, {period}"
+    # "Apple Inc." ends the sentence once, not twice.
+    end = "" if title.endswith(".") else "."
+    return f"{kind[0].upper()}{kind[1:]}: {title}{end}", body
+
+
+# The period a report covers, as its cover says: "For the quarterly period
+# ended December 31, 2022", "for the fiscal year ended June 30, 2023".
+_PERIOD = LazyPattern(
+    r"\bfor the (quarterly period|fiscal quarter|quarter|fiscal year|year|period)\s+ended\s+"
+    r"((?:January|February|March|April|May|June|July|August|September|October|November|December)\s+\d{1,2},?\s+\d{4})",
+    re.IGNORECASE,
+)
+
+
+_MONTH = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE = LazyPattern(
+    rf"\b(\d{{1,2}}(?:[-–]\d{{1,2}})?\s+(?:{_MONTH})\s+\d{{4}}|(?:{_MONTH})\s+\d{{1,2}},\s+\d{{4}})\b", re.IGNORECASE
+)
+# A date this near the top is the document's own (when minutes were held, a
+# report's event), not one it mentions.
+HEAD_DATE_CHARS = 400
+
+
+def head_date(text: str) -> str | None:
+    """The first date in the head of `text` ("2 October 2019"), months in
+    their usual capitals, else None."""
+    found = _DATE.search(text[:HEAD_DATE_CHARS])
+    if found is None:
+        return None
+    return " ".join(w.capitalize() if w.isalpha() else w for w in found.group(1).split())
+
+
+def covered_period(text: str) -> str | None:
+    """ "for the quarter ended December 31, 2022" when the head of `text`
+    names the period it covers, else None."""
+    found = _PERIOD.search(text[: KIND_CUE_CHARS * 4])
+    if found is None:
+        return None
+    what = found.group(1).lower()
+    what = "quarter" if "quarter" in what else "year" if "year" in what else "period"
+    return f"for the {what} ended {' '.join(found.group(2).split())}"
 
 
 # A figure: an amount, a year, a count ("$1,850", "1954", "23.6").

@@ -239,19 +239,21 @@ class _Run:
                 reason += f" ({found.notes[-1]})"
             return self._abstained(reason)
         chosen, by_doc = found.chosen, self.store.nodes_for([c.doc_id for c in found.chosen])
-        if self.llm.metadata.extractive:
-            from docsum.query.grounding import grounded
+        # Every engine answers only from documents about what the question
+        # names: a model handed NVIDIA's filings for a question on Microsoft
+        # answers about NVIDIA as surely as the offline engine does.
+        from docsum.query.grounding import grounded
 
-            chosen, by_doc, grounding = grounded(self.store, self.question, found, by_doc, self.options.top_k, floor)
-            if grounding is not None:
-                self.say(f"{grounding.step}: {grounding.before} → {grounding.after} documents; {grounding.note}")
-                self.steps.append(grounding)
-                kept = {c.doc_id for c in chosen}
-                self.documents = [d for d in self.documents if d.doc_id in kept] + [
-                    DocumentHit.of(c) for c in chosen if c not in found.chosen
-                ]
-                if not chosen:
-                    return self._abstained(grounding.note)
+        chosen, by_doc, grounding = grounded(self.store, self.question, found, by_doc, self.options.top_k, floor)
+        if grounding is not None:
+            self.say(f"{grounding.step}: {grounding.before} → {grounding.after} documents; {grounding.note}")
+            self.steps.append(grounding)
+            kept = {c.doc_id for c in chosen}
+            self.documents = [d for d in self.documents if d.doc_id in kept] + [
+                DocumentHit.of(c) for c in chosen if c not in found.chosen
+            ]
+            if not chosen:
+                return self._abstained(grounding.note)
         nodes = [
             NodeWithScore(
                 Node(r.text, r.doc_id, c.path, r.seq, tuple(r.pages), r.start_char, r.end_char, r.token_count), c.score

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from docsum.query.answermeasures import AnswerMeasures
 from docsum.schema import CallRecord, Usage, usage_fields
 
 
@@ -72,6 +73,9 @@ class AnswerSummary:
     graded: int
     accuracy: float | None
     by_kind: Mapping[str, float]
+    # What a reader notices (docsum.query.answermeasures): the fact first,
+    # length, the wrong entity, a short gold answer found.
+    measures: AnswerMeasures | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +84,7 @@ class AnswerSummary:
             "graded": self.graded,
             "accuracy": self.accuracy,
             "by_kind": dict(self.by_kind),
+            "measures": self.measures.as_dict() if self.measures else None,
         }
 
 

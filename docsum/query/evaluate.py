@@ -25,6 +25,7 @@ from docsum.models.extractive import judge_by_overlap
 from docsum.models.llm import LLM, track_calls
 from docsum.models.localembed import LOCAL_EMBED_MODEL
 from docsum.models.prompts import JUDGE_PROMPT
+from docsum.query.answermeasures import GradedAnswer, measure
 from docsum.query.ask import ask
 from docsum.query.corpus import StoreCorpus
 from docsum.query.evalreport import (
@@ -41,6 +42,7 @@ from docsum.query.evalreport import (
     aggregate,
 )
 from docsum.query.options import AskOptions
+from docsum.query.results import AskResult
 from docsum.query.retrieve import retrieve
 from docsum.settings import DEFAULT_LIMITS, RETRIEVERS, Limits, check, default
 from docsum.store.base import DocumentStore
@@ -56,6 +58,7 @@ class EvalQuestion:
     gold_docs: list[str]
     answer: str | None = None
     kind: str = "single"
+    aliases: tuple[str, ...] = ()  # other ways to write the answer ("answer_aliases")
 
 
 def load_questions(path: Path) -> list[EvalQuestion]:
@@ -98,7 +101,10 @@ def _question_from(row: Any, number: int) -> EvalQuestion:
     answer = row.get("answer")
     if answer is not None and (isinstance(answer, bool) or not isinstance(answer, (str, int, float))):
         raise TypeError("'answer' must be a string or a number")
-    return EvalQuestion(str(ident), question, list(gold), None if answer is None else str(answer), kind)
+    aliases = row.get("answer_aliases") or []
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise TypeError("'answer_aliases' must be a list of strings")
+    return EvalQuestion(str(ident), question, list(gold), None if answer is None else str(answer), kind, tuple(aliases))
 
 
 def retrieval_metrics(ranked: list[str], gold: set[str], k: int) -> Metrics:
@@ -314,12 +320,14 @@ async def _score_answers(
     """Ask every question in full and grade the answer: an LLM judge when a
     model is configured, token overlap with the reference otherwise."""
     use_judge = not llm.metadata.extractive
+    seen: list[GradedAnswer] = []
 
     async def one(q: EvalQuestion) -> AnswerGrade:
         if not q.answer:
             return AnswerGrade(skipped="no reference answer")
         result = await ask(store_path, llm, q.question, options)
         answer = result.answer
+        seen.append(_graded(q, result))
         if use_judge:
             verdict = await llm.apredict(
                 JUDGE_PROMPT, json_mode=True, query_str=q.question, reference=q.answer, answer=answer
@@ -341,6 +349,25 @@ async def _score_answers(
         graded=len(graded),
         accuracy=round(sum(1 for g in graded if g.correct) / len(graded), 4) if graded else None,
         by_kind={k: round(sum(v) / len(v), 4) for k, v in by_kind.items()},
+        measures=measure(seen),
+    )
+
+
+def _graded(q: EvalQuestion, result: AskResult) -> GradedAnswer:
+    """What the answer measures need of one answer: the documents it cites
+    (its citations' documents, else its sources'), each with what names it."""
+    cited = list(dict.fromkeys(c.path for c in result.citations)) or list(dict.fromkeys(s.path for s in result.sources))
+    summaries = {d.path: d.summary for d in result.documents}
+    return GradedAnswer(
+        q.kind,
+        q.question,
+        result.answer,
+        result.status.value == "ok" and bool(result.answer.strip()),
+        q.answer,
+        q.aliases,
+        tuple(cited),
+        tuple(f"{path}\n{summaries.get(path, '')}" for path in cited),
+        tuple(q.gold_docs),
     )
 
 

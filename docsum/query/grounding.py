@@ -6,9 +6,20 @@ swallow" from railway minutes."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from docsum.models.abstain import document_keys, is_period, missing_names, question_names, subject_names
+from docsum.lexical import sentences
+from docsum.models.abstain import (
+    TextKeys,
+    document_keys,
+    is_figure,
+    is_period,
+    missing_names,
+    question_names,
+    subject_names,
+)
+from docsum.models.prose import document_kind
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate, Retrieval, passes_floor
 from docsum.store.base import DocumentStore
@@ -75,7 +86,25 @@ def grounded(
     full = [c for c in pool if cover[c.doc_id] == set(names)]
     kept: list[Candidate]
     if full:
-        kept = [c for c in pool if cover[c.doc_id] == set(names) or (c in found.chosen and not cover[c.doc_id])][:top_k]
+        # The documents about everything named come first; a chosen one that
+        # names none of it may be the other hop (minutes that never name the
+        # bakery), unless it is the same kind of document as one that does
+        # (another company's 10-Q) or the retriever chose none that does:
+        # then it is about something else.
+        kinds = {_kind(c) for c in full} - {None}
+        hops = [
+            c
+            for c in found.chosen
+            if not cover[c.doc_id] and _kind(c) not in kinds and any(f in found.chosen for f in full)
+        ]
+        if hops:
+            # A second hop continues from the first: it names something the
+            # full documents say beside the question's names ("… published
+            # by the American Psychological Association"). One that names none
+            # of it (Djibouti's first president) answers another question.
+            bridges = _bridges(names, ["\n".join(r.text for r in by_doc.get(c.doc_id, [])) for c in full])
+            hops = [c for c in hops if _names_any(bridges, "\n".join(r.text for r in by_doc.get(c.doc_id, [])))]
+        kept = (full + hops)[:top_k]
         note = f"needs {', '.join(names)}; {len(full)} candidate(s) mention all"
     else:
         union = set().union(*cover.values()) if cover else set()
@@ -110,3 +139,35 @@ def grounded(
     if added:
         note += f"; took {', '.join(added)} instead"
     return kept, by_doc, StepReport("grounding", len(found.chosen), len(kept), note=note)
+
+
+def _kind(candidate: Candidate) -> str | None:
+    """The kind of document its summary opens with ("a quarterly report
+    filed on SEC Form 10-Q"), if it says."""
+    return document_kind(candidate.summary.strip().split("\n", 1)[0])
+
+
+# A capitalised phrase: "American Psychological Association", "Brindle & Daughter".
+_PHRASE = re.compile(r"\b[A-Z][\w&’'.-]*[\w](?:\s+(?:(?:of|the|for|and|on|de|&)\s+)*[A-Z][\w&’'.-]*[\w])*")
+# Sentences of the full documents read for bridges: the head of a long text
+# names what it is about.
+MAX_BRIDGE_SENTENCES = 400
+
+
+def _bridges(names: list[str], texts: list[str]) -> set[str]:
+    """Names the sentences that mention one of `names` say beside them."""
+    out: set[str] = set()
+    wanted = [n for n in names if not is_figure(n)]
+    for text in texts:
+        for sentence in sentences(text)[:MAX_BRIDGE_SENTENCES]:
+            keys = TextKeys(sentence)
+            if not any(keys.count(n) for n in wanted):
+                continue
+            for phrase in _PHRASE.findall(sentence):
+                if len(phrase) >= 4 and not any(TextKeys(phrase).count(n) for n in wanted):
+                    out.add(phrase)
+    return out
+
+
+def _names_any(phrases: set[str], text: str) -> bool:
+    return any(p in text for p in phrases)

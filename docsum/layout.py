@@ -1,0 +1,154 @@
+"""What each line of a passage is, so the offline engine quotes sentences and
+table rows, never page furniture: prose (joined across the line breaks of a
+wrapped paragraph, so a sentence is whole), a table row (quoted with its
+headings, docsum.tablerows), a heading, or noise: a cover page's and
+a form's boilerplate ("20549 FORM 10-Q (Mark One) ☒ …"), a table of
+contents line ("Item 1A. Risk Factors 50"), a running header or a page
+number. Headings and noise are never answer sentences, and no unit spans
+two of them, so nothing is glued from two places of the page.
+"""
+
+from __future__ import annotations
+
+import re
+
+from docsum.lazyre import LazyPattern
+from docsum.lexical import sentences
+from docsum.tablerows import is_row, row_quote
+
+# Form and cover-page boilerplate: a line holding any of these (in lower
+# case) is noise. Plain substrings: a pattern of this many alternatives cost
+# a millisecond a line.
+_BOILERPLATE = (
+    "(mark one)",
+    "☒",
+    "☐",
+    "washington, d.c. 20549",
+    "securities and exchange commission",
+    "indicate by check mark",
+    "commission file number",
+    "i.r.s. employer",
+    "pursuant to section 13 or 15(d)",
+    "accelerated filer",
+    "certifying officer",
+    "pursuant to the requirements of the securities exchange act",
+    "sarbanes-oxley",
+    "state or other jurisdiction",
+    "trading symbol",
+    "emerging growth company",
+    "shell company",
+    "table of contents",
+    "exact name of registrant",
+    "principal executive offices",
+    "telephone number",
+    "securities registered pursuant",
+    "filing requirements for the past",
+    "submit such files",
+    "interactive data file",
+    "of incorporation or organization",
+    "for the transition period",
+)
+_CONNECTORS = frozenset({"and", "of", "the", "for", "on", "in", "to", "&"})
+MAX_TITLE_WORDS = 14
+
+
+def _title_and_page(text: str) -> bool:
+    """A short title-like line ending in a page number: a contents line or a
+    running header ("MD&A 37", "Legal Proceedings 50")."""
+    words = text.split()
+    if len(words) < 2 or len(words) > MAX_TITLE_WORDS + 1 or not (words[-1].isdigit() and len(words[-1]) <= 3):
+        return False
+    return all(w in _CONNECTORS or w[:1].isupper() or w[:1] == "&" for w in words[:-1])
+
+
+# Lines a table sets above its rows: column group headings, a line of years,
+# its unit.
+_TABLE_HEADING = re.compile(
+    r"^(?:(?:three|six|nine|twelve) months ended|(?:fiscal )?(?:year|quarter)s? ended|[A-Z][a-z]+ \d{1,2},?"
+    r"|(?:(?:19|20)\d\d\s*)+|\(in (?:millions|billions|thousands)[^)]*\)(?:\s*\(unaudited\))?|\(unaudited\))"
+    r"(?:\s+[A-Z][a-z]+ \d{1,2},?)?$",
+    re.IGNORECASE,
+)
+# A table of contents line: an item or part and a page number at its end.
+_CONTENTS = LazyPattern(r"^(?:(?:part|item)\s+[\dIVX]+[A-Z]?\.?\b.*|.{3,90}?\.{3,}\s*)\s\d{1,3}$", re.IGNORECASE)
+_PAGE_FURNITURE = LazyPattern(
+    r"^(?:page\s+)?\d{1,4}$|^(?:part|item)\s+[\dIVX]+[A-Z]?\.?$|^[^\w]*$|\|\s*Q[1-4] \d{4} Form 10-[QK]\s*\|",
+    re.IGNORECASE,
+)
+_SENTENCE_DONE = re.compile(r"[.!?:;][\"'”’)\]]*$")
+MAX_HEADING_WORDS = 10
+# A heading is short and set apart; a wrapped prose line runs to the margin.
+MAX_HEADING_CHARS = 80
+
+
+def is_noise(line: str) -> bool:
+    """Boilerplate, a contents line, a page number or header: never quoted."""
+    text = " ".join(line.split())
+    return bool(
+        any(cue in text.lower() for cue in _BOILERPLATE)
+        or text.startswith("/s/")
+        or _CONTENTS.match(text)
+        or _PAGE_FURNITURE.search(text)
+        or _title_and_page(text)
+        or _TABLE_HEADING.match(text)
+    )
+
+
+def _is_heading(line: str, previous: str, following: str) -> bool:
+    """A short line without closing punctuation that starts a block (after a
+    blank line, a finished sentence or another heading) and is followed by a
+    new one: "Contingencies", "Legal Proceedings"."""
+    text = " ".join(line.split())
+    if len(text) > MAX_HEADING_CHARS or len(text.split()) > MAX_HEADING_WORDS or _SENTENCE_DONE.search(text):
+        return False
+    starts_block = not previous.strip() or bool(_SENTENCE_DONE.search(previous.strip())) or is_noise(previous)
+    nxt = following.strip()
+    return starts_block and (not nxt or nxt[:1].isupper() or nxt[:1].isdigit() or is_row(nxt))
+
+
+def answer_units(text: str, rows: bool = True) -> list[str]:
+    """The quotable units of a passage in order: whole sentences of its prose
+    and (with `rows`) its table rows as quotes; headings and noise left out."""
+    lines = text.split("\n")
+    units: list[str] = []
+    paragraph: list[str] = []
+
+    def close() -> None:
+        if not paragraph:
+            return
+        found: list[str] = []
+        for sentence in sentences(" ".join(paragraph)):
+            if found and sentence[:1].islower():
+                found[-1] = f"{found[-1]} {sentence}"  # split after an abbreviation ("non-U.S. subsidiaries")
+            else:
+                found.append(sentence)
+        units.extend(found)
+        paragraph.clear()
+
+    for i, raw in enumerate(lines):
+        line = raw.strip()
+        previous = lines[i - 1] if i else ""
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        if not line:
+            close()
+            continue
+        if is_noise(line):
+            close()
+            continue
+        quote = row_quote(lines, i)
+        if quote is not None:
+            close()
+            if rows:
+                units.append(quote)
+            continue
+        if not paragraph and _is_heading(line, previous, following):
+            continue
+        if line.endswith(":") and len(line.split()) <= MAX_HEADING_WORDS and is_row(following):
+            close()  # a group of rows' heading ("Cost of revenue:")
+            continue
+        if len(re.split(r"\t|\s{3,}", line)) > 2:
+            close()  # a line of cells without figures (column headings): no sentence
+            continue
+        paragraph.append(line)
+    close()
+    return units

@@ -1,0 +1,174 @@
+"""Table rows as readable quotes: "Research and development: $6,844 million,
+three months ended December 31, 2022; $5,758 million, 2021".
+
+A row of a table in extracted text is a line: a label, then its cells, apart
+by two or more spaces or a tab (the layout docsum's text and table
+extraction keeps) or, in PDF text, by single spaces when every cell is a
+figure. Read as prose such a line means nothing ("Research and development
+6,844 5,758 13,472 11,357"); what makes it readable is above it, in the
+document's own words: the table's column headings (a line of cells, "(In
+Millions)   Q3 2022   Q3 2021", or a line of years under headings such as
+"Three Months Ended" / "December 31,") and its unit ("(In millions)").
+
+Only the first group of columns is quoted when a table has several (the
+quarter before the year to date): an answer is a few facts, not a table.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+# One token of a figure cell: "$", "1,234", "(1,199)", "642.0", "%", "(1.3)%", "—".
+_CELL_TOKEN = re.compile(r"\$|%|\)%?|\(?-?\$?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[—–]")
+_CELL_SPLIT = re.compile(r"\t|\s{2,}")
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+_UNITS = re.compile(r"\(\s*in (millions|billions|thousands)\b[^)]*\)", re.IGNORECASE)
+# A heading above a year line: "Three Months Ended", "Six Months Ended
+# December 31,", "December 31,", "June 30," (a date heading).
+_GROUP = re.compile(r"(?:months|weeks|quarter|year)s? ended|^[A-Z][a-z]+ \d{1,2},?$", re.IGNORECASE)
+_DATE_LINE = re.compile(r"^[A-Z][a-z]+ \d{1,2},?$")
+# How far above a row its headings may be: a table's rows and headings.
+MAX_HEADING_DISTANCE = 40
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    values: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def parse_row(line: str) -> Row | None:
+    """A table row: a label and at least one figure cell, or None. Read from
+    the end, token by token (a pattern that backtracks over a long line of
+    prose cost seconds per document)."""
+    tokens = line.split()
+    if not tokens or len(tokens) > 60:
+        return None
+    i = len(tokens)
+    while i > 0 and _CELL_TOKEN.fullmatch(tokens[i - 1]):
+        i -= 1
+    label = " ".join(tokens[:i]).rstrip(" :.")
+    values: list[str] = []
+    for token in tokens[i:]:
+        if values and (token in ("%", ")", ")%") or values[-1] == "$"):
+            values[-1] += token  # "$ 607" is one cell, "14.2 %" another
+        else:
+            values.append(token)
+    values = [v for v in values if any(c.isdigit() for c in v) or v in ("—", "–")]
+    if not values or not label or not any(c.isalpha() for c in label) or len(label.split()) > 14:
+        return None
+    if label[0].isdigit() or label[0] in "$(—–":
+        return None
+    if len(values) == 1 and values[0].isdigit():
+        return None  # one plain number: a page reference ("Item 2 … 31"), a zip code, a count in a heading
+    # "in 2022 and 2021" is prose ending in years, not a row of them.
+    if all(_YEAR.match(v) for v in values) and len(values) <= 2 and label[-1:].islower():
+        return None
+    return Row(label, tuple(values))
+
+
+def is_row(line: str) -> bool:
+    return parse_row(line) is not None
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in _CELL_SPLIT.split(line.strip()) if c.strip()]
+
+
+def _column_headings(lines: list[str], at: int, count: int) -> tuple[list[str], str]:
+    """Headings for `count` value columns of the row at `lines[at]`, read
+    upward, and the table's unit ("million"), both possibly empty."""
+    unit = ""
+    headings: list[str] = []
+    for back in range(at - 1, max(-1, at - MAX_HEADING_DISTANCE), -1):
+        line = lines[back].strip()
+        if not line:
+            if headings:
+                break
+            continue
+        units = _UNITS.search(line)
+        if units and not unit:
+            unit = units.group(1).lower().rstrip("s")
+        if headings:
+            continue
+        cells = _cells(line)
+        years = line.split()
+        if len(years) >= count and all(_YEAR.match(y) for y in years):
+            headings = _with_groups(lines, back, years)
+            continue
+        if len(cells) > count and _UNITS.search(cells[0]) or len(cells) == count + 1 and not is_row(line):
+            headings = cells[-count:]
+            continue
+        if len(cells) == count and not is_row(line) and count > 1:
+            headings = cells
+    return headings[-count:] if len(headings) >= count else [], unit
+
+
+def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:
+    """Year columns under their group headings ("Three Months Ended" /
+    "December 31," over "2022 2021 2022 2021")."""
+    above: list[str] = []
+    for back in range(at - 1, max(-1, at - 8), -1):
+        line = " ".join(lines[back].split())
+        if not line or not _GROUP.search(line):
+            break
+        above.insert(0, line)
+    groups: list[str] = []
+    for line in above:
+        if groups and (_DATE_LINE.match(line) or groups[-1].lower().endswith("ended")):
+            groups[-1] = f"{groups[-1]} {line}"
+        else:
+            groups.append(line)
+    groups = [g.rstrip(" ,") for g in groups]
+    if groups and len(years) % len(groups) == 0:
+        per = len(years) // len(groups)
+        return [f"{groups[i // per]}, {y}" if i % per == 0 else y for i, y in enumerate(years)]
+    return years
+
+
+def _first_group(values: list[str], headings: list[str]) -> tuple[list[str], list[str]]:
+    """Only the first group of columns ("three months ended …") when the
+    headings say where the next group starts."""
+    starts = [i for i, h in enumerate(headings) if "," in h and i > 0]
+    if starts and "," in headings[0]:
+        return values[: starts[0]], headings[: starts[0]]
+    return values, headings
+
+
+def _with_unit(value: str, unit: str) -> str:
+    if not unit or value.endswith("%") or not any(c.isdigit() for c in value):
+        return value
+    plain = value.strip("$() ").replace(",", "")
+    if "." in plain and len(plain.split(".")[0]) <= 2:
+        return value  # a per-share amount, not millions
+    return f"{value} {unit}"
+
+
+def row_quote(lines: list[str], at: int) -> str | None:
+    """The row at `lines[at]` as a sentence with its headings and unit, or
+    None when the line is no table row."""
+    row = parse_row(lines[at])
+    if row is None:
+        return None
+    headings, unit = _column_headings(lines, at, len(row.values))
+    values = list(row.values)
+    if headings:
+        values, headings = _first_group(values, headings)
+        parts = [f"{_with_unit(v, unit)}, {_lower_first(h)}" for v, h in zip(values, headings)]
+    else:
+        parts = [_with_unit(v, unit) for v in values]
+    return f"{row.label}: {'; '.join(parts)}."
+
+
+_MONTHS = frozenset("january february march april may june july august september october november december".split())
+
+
+def _lower_first(heading: str) -> str:
+    """ "Three Months Ended December 31, 2022" reads "three months ended
+    December 31, 2022" mid-sentence; a period code ("Q3 2022") keeps its capitals."""
+    if not _GROUP.search(heading) or _DATE_LINE.match(heading.split(",")[0] + ","):
+        return heading
+    return " ".join(w if w.lower().strip(",") in _MONTHS or not w.isalpha() else w.lower() for w in heading.split(" "))
