@@ -20,6 +20,7 @@ from docsum import __version__ as docsum_version
 from docsum.errors import ConfigError, DocsumError, ExitCode
 from docsum.sanitize import clean_name, clean_text
 from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
+from docsum.userfiles import QUESTIONS_MAX_BYTES, read_regular
 
 from .common import Common, DocsumCommand, DocsumGroup, run_async, with_common
 
@@ -238,7 +239,7 @@ def _read_bytes(source: str, what: str) -> bytes:
     try:
         if source == "-":
             return sys.stdin.buffer.read()
-        return Path(source).expanduser().read_bytes()
+        return read_regular(Path(source).expanduser(), QUESTIONS_MAX_BYTES, "a questions")
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read {what} ({exc.strerror or exc})") from None
 

@@ -21,6 +21,7 @@ from docsum.errors import ConfigError
 from docsum.paths import config_dir, index_store_path
 from docsum.sanitize import credential_secrets, mask_url
 from docsum.settings import FALLBACK_CONTEXT_WINDOW, SETTING_BY_NAME, SETTINGS, Limits, Setting, default
+from docsum.userfiles import CONFIG_MAX_BYTES, read_regular_text
 
 if TYPE_CHECKING:  # the engines, the pipeline and the question code load when a command uses them
     from docsum.builder.report import BuildOptions
@@ -178,12 +179,12 @@ def load_settings(flags: dict[str, Any] | None = None, environ: dict[str, str] |
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if not path.exists():  # a FIFO or a folder in its place is refused below, not ignored
         return {}
     try:
-        # utf-8-sig: Windows editors start the file with a byte-order mark,
-        # which TOML itself would refuse as "Invalid statement" at line 1.
-        values = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        # A byte-order mark (Windows editors write one) is dropped: TOML
+        # itself would refuse it as "Invalid statement" at line 1.
+        values = tomllib.loads(read_regular_text(path, CONFIG_MAX_BYTES, "a config"))
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config file (not UTF-8 text: byte {exc.start + 1})") from None
     except OSError as exc:

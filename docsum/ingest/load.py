@@ -11,7 +11,6 @@ import codecs
 import hashlib
 import os
 import re
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from docsum.ingest.discover import printable_name
 from docsum.ingest.formats import kind_for
 from docsum.ingest.markup import READERS as MARKUP_READERS
 from docsum.lexical import registrant, title_lines
+from docsum.userfiles import open_regular
 
 _TITLE_MAX = 120
 # Share of control bytes (other than tab/newline/CR/FF/VT/ESC) above which a
@@ -74,19 +74,14 @@ def read_once(path: Path, inside: Path | None = None) -> FileContent:
     """
     label = str(path)
     try:
-        # O_NONBLOCK: a FIFO swapped in after discovery must not block the open.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        # A FIFO or device swapped in after discovery is refused, never waited on.
+        fd = open_regular(path)
     except OSError as exc:
         raise LoadError(label, os_reason(exc)) from exc
     try:
         before = os.fstat(fd)
-        if stat.S_ISDIR(before.st_mode):
-            raise LoadError(label, "is a directory, not a file")
-        if not stat.S_ISREG(before.st_mode):
-            raise LoadError(label, "not a regular file")
         if inside is not None:
             _check_inside(label, fd, path, before, inside)
-        os.set_blocking(fd, True)
         for _ in range(_READ_ATTEMPTS):
             data = _read_all(fd)
             after = os.fstat(fd)

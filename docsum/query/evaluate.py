@@ -45,6 +45,7 @@ from docsum.query.retrieve import retrieve
 from docsum.settings import DEFAULT_LIMITS, RETRIEVERS, Limits, check, default
 from docsum.store.base import DocumentStore, StoreLocation, display_location, open_store, store_exists
 from docsum.store.records import DocumentRecord
+from docsum.userfiles import QUESTIONS_MAX_BYTES, read_regular_text
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def load_questions(path: Path) -> list[EvalQuestion]:
     out: list[EvalQuestion] = []
     try:
         # utf-8-sig: a byte-order mark (Windows editors write one) is not JSON.
-        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
+        lines = read_regular_text(path, QUESTIONS_MAX_BYTES, "a questions").splitlines()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read questions ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
