@@ -8,12 +8,11 @@ import functools
 import inspect
 import logging
 import os
-import signal
 import sys
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
@@ -28,8 +27,6 @@ if TYPE_CHECKING:  # the engines (and numpy) load when a command asks for one; t
     from docsum.config import Settings
     from docsum.models.llm import LLM
     from docsum.store.base import StoreLocation
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -284,39 +281,3 @@ class DocsumCommand(_PlainParameters, TyperCommand):
 class DocsumGroup(_PlainParameters, TyperGroup):
     """The `docsum` and `docsum config` groups, whose --help and --version
     are coerced as a `DocsumCommand`'s options are."""
-
-
-def run_async(coro_factory: Callable[[], Awaitable[T]]) -> T:
-    """Run the command's coroutine; SIGINT and SIGTERM cancel it cleanly (open
-    transactions roll back, locks are released) and become exit 130 / 143."""
-    import asyncio  # here: a command that runs no coroutine (--help, show) never loads it
-
-    async def main() -> T:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        received: list[int] = []
-
-        def stop(signum: int) -> None:
-            received.append(signum)
-            assert task is not None
-            task.cancel()
-
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(signum, stop, signum)
-            except (NotImplementedError, RuntimeError):
-                pass
-        try:
-            return await coro_factory()
-        except asyncio.CancelledError:
-            if received:
-                raise Interrupted(received[0]) from None
-            raise
-        finally:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    loop.remove_signal_handler(signum)
-                except (NotImplementedError, RuntimeError):
-                    pass
-
-    return asyncio.run(main())

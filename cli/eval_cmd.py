@@ -10,7 +10,8 @@ import typer
 from docsum.errors import ConfigError, ExitCode
 from docsum.settings import EVAL
 
-from .common import Common, run_async, with_common
+from .common import Common, with_common
+from .stopping import run_async
 
 # Imported when eval runs: every other command registers eval, none needs it.
 if TYPE_CHECKING:

@@ -22,7 +22,8 @@ from docsum.sanitize import clean_name, clean_text
 from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
 from docsum.userfiles import QUESTIONS_MAX_BYTES, read_regular
 
-from .common import Common, DocsumCommand, DocsumGroup, run_async, with_common
+from .common import Common, DocsumCommand, DocsumGroup, with_common
+from .stopping import leave, run_async
 
 # docsum's numpy work in a command is matrix-vector scans, bound by memory
 # bandwidth: OpenBLAS's threads do not speed them up, and on a busy machine
@@ -517,7 +518,7 @@ def run() -> None:
             message = clean_text(" ".join(str(exc.format_message()).split()))  # type: ignore[attr-defined]
             print(json.dumps({"error": {"exit_code": exit_code, "type": "UsageError", "message": message}}, indent=2))
         sys.exit(exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+    leave(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
