@@ -206,19 +206,30 @@ def _context() -> multiprocessing.context.BaseContext:
     return _CONTEXT
 
 
+# A worker's own clock on a file runs this much longer than the build's, so
+# the build (when alive) is the one that reports it; the worker's ends it
+# when the build cannot. A worker that stops itself exits with TIMED_OUT_EXIT.
+WORKER_GRACE_S = 2.0
+TIMED_OUT_EXIT = 124
+
 # How long a new worker may take to start (fork, then load the token table)
 # before the build gives up on it; generous, for machines under heavy load.
 _START_TIMEOUT_S = 120.0
 
 
 class _Worker:
-    def __init__(self, memory_mb: int, encoding: str) -> None:
+    def __init__(self, memory_mb: int, encoding: str, timeout_s: float = 0.0) -> None:
         from docsum.ingest.parseworker import worker_main  # it imports this module
 
         ctx = _context()
         self.conn, child = ctx.Pipe(duplex=True)
+        # The worker is the fork server's child, not ours: it is told whose
+        # end must end it.
         self.process = ctx.Process(
-            target=worker_main, args=(child, memory_mb, encoding), daemon=True, name="docsum-parse"
+            target=worker_main,
+            args=(child, memory_mb, encoding, timeout_s, os.getpid()),
+            daemon=True,
+            name="docsum-parse",
         )
         self.process.start()
         child.close()
@@ -274,7 +285,7 @@ class ParsePool:
             worker = self._idle.pop() if self._idle else None
             fresh = worker is None
             if worker is None:
-                worker = await asyncio.to_thread(_Worker, self.memory_mb, request.encoding)
+                worker = await asyncio.to_thread(_Worker, self.memory_mb, request.encoding, self.timeout_s)
             self._busy.add(worker)
             healthy = False
             try:
@@ -311,7 +322,7 @@ class ParsePool:
         except TimeoutError:
             if starting:
                 raise LoadError(name, f"not read: no reader process started within {timeout_s:g} s") from None
-            raise LoadError(name, f"still being read after {timeout_s:g} s; stopped (see --parse-timeout)") from None
+            raise LoadError(name, _timed_out(timeout_s)) from None
         finally:
             loop.remove_reader(fd)
         try:
@@ -322,7 +333,7 @@ class ParsePool:
                 raise LoadError(
                     name, f"not read: the reader process failed to start (exit code {worker.process.exitcode})"
                 ) from None
-            raise LoadError(name, _death_reason(worker.process.exitcode, self.memory_mb)) from None
+            raise LoadError(name, _death_reason(worker.process.exitcode, self.memory_mb, self.timeout_s)) from None
         if not (isinstance(reply, tuple) and len(reply) == 2):
             raise LoadError(name, "the reader process sent a malformed reply")
         return reply
@@ -365,7 +376,14 @@ def unexpected_reason(exc: BaseException) -> str:
     return f"unexpected error: {type(exc).__name__}: {text}" if text else f"unexpected error: {type(exc).__name__}"
 
 
-def _death_reason(exitcode: int | None, memory_mb: int) -> str:
+def _timed_out(timeout_s: float) -> str:
+    return f"still being read after {timeout_s:g} s; stopped (see --parse-timeout)"
+
+
+def _death_reason(exitcode: int | None, memory_mb: int, timeout_s: float) -> str:
+    if exitcode == TIMED_OUT_EXIT or exitcode == -signal.SIGXCPU:
+        # The worker's own limits (wall clock, or processor time).
+        return _timed_out(timeout_s)
     if exitcode is not None and exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name
