@@ -356,6 +356,7 @@ def build_options(settings: Settings, paths: list[Path]) -> BuildOptions:
         parse_timeout_s=settings.parse_timeout,
         parse_memory_mb=settings.parse_memory,
         limits=settings.limits,
+        max_calls=settings.build_max_calls,
     )
     prompt = settings.summary_prompt
     if prompt is not None:

@@ -29,6 +29,7 @@ from docsum.builder.report import BuildOptions, BuildReport, BuildReporter, File
 from docsum.builder.schedule import CLAIM_POLL_SECONDS, Breaker, StoredElsewhere, run_gated
 from docsum.errors import LLMError
 from docsum.ingest.parsing import ParsePool, TextCache
+from docsum.models.calls import call_budget
 from docsum.models.llm import LLM, track_calls
 from docsum.paths import cache_dir
 from docsum.query.evidence import refresh_evidence
@@ -117,7 +118,7 @@ class Builder:
         status = "interrupted"
         self.worker.run_id, self.worker.recorded = run_id, set()
         recorded = self.worker.recorded
-        with track_calls() as calls:
+        with call_budget(self.options.max_calls, "this build"), track_calls() as calls:
             try:
                 for doc_id, size, mtime_ns in plan.touched:
                     self.store.touch_document(doc_id, size, mtime_ns)

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from docsum.models.calls import closing_stream, recording_calls, to_active_scopes, track_calls
+from docsum.models.calls import admit_call, closing_stream, recording_calls, to_active_scopes, track_calls
 from docsum.models.prompts import PromptTemplate
 from docsum.models.tokens import Tokenizer
 from docsum.schema import CallRecord
@@ -145,6 +145,12 @@ class LLM(abc.ABC):
     def record(self, call: CallRecord) -> None:
         self.calls.append(call)
         to_active_scopes(call)
+
+    def admit(self, kind: str) -> None:
+        """Every engine calls this just before it sends an LLM call: the
+        call a budget in force (--max-calls) cannot afford is refused here,
+        unsent (CallLimitError, exit 2)."""
+        admit_call(kind)
 
     @property
     def limiter(self) -> asyncio.Semaphore:

@@ -95,9 +95,24 @@ def _question_from(row: Any, number: int) -> EvalQuestion:
     if not isinstance(kind, str) or not isinstance(ident, (str, int)) or isinstance(ident, bool):
         raise TypeError("'kind' must be a string and 'id' a string or a number")
     answer = row.get("answer")
-    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, (str, int, float))):
-        raise TypeError("'answer' must be a string or a number")
-    return EvalQuestion(str(ident), question, list(gold), None if answer is None else str(answer), kind)
+    # A gold answer is text: a JSON number has no one spelling to grade
+    # against (123, 123.0 and 1.23e2 are one number), so it is refused.
+    if answer is not None and not isinstance(answer, str):
+        raise TypeError(f"'answer' must be a string, not {_json_type(answer)}")
+    return EvalQuestion(str(ident), question, list(gold), answer, kind)
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a value's type, for a message about an input line."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def retrieval_metrics(ranked: list[str], gold: set[str], k: int) -> Metrics:

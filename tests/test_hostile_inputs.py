@@ -1,0 +1,79 @@
+"""Input files are checked by type and bounded in size, and a pattern docsum
+cannot honour is refused by name rather than warned about by a library
+(issue 26: `"answer": 123` graded as a gold answer; `[[:alpha:]]*` printed
+Python's FutureWarning with an installation path; a 500,000-line
+.docsumignore still being applied after 100 s to six files)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from helpers import make_docs, run_cli, run_cli_subprocess
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("answer", 123, "'answer' must be a string, not a number"),
+        ("answer", True, "'answer' must be a string, not a boolean"),
+        ("answer", ["x"], "'answer' must be a string, not a list"),
+        ("gold_docs", 7, "'gold_docs' must be a string or a list of strings"),
+        ("question", {"q": 1}, "'question' must be a non-empty string"),
+    ],
+)
+def test_an_eval_line_of_the_wrong_type_is_exit_2_naming_the_line(
+    tmp_path: Path, field: str, value: object, reason: str
+) -> None:
+    make_docs(tmp_path / "docs", 2)
+    store = tmp_path / "s.sqlite"
+    assert run_cli("build", tmp_path / "docs", "--store", store).code == 0
+    good = {"id": "1", "question": "What about bees?", "answer": "fine", "gold_docs": ["doc000.txt"]}
+    bad = {**good, "id": "2", field: value}
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    done = run_cli("eval", questions, "--answers", "--store", store)
+    assert done.code == 2, done
+    assert done.stderr.strip().splitlines()[-1] == f"docsum: error: {questions}:2: not a question line ({reason})"
+
+
+def test_a_posix_class_in_an_exclude_pattern_is_exit_2_naming_it(tmp_path: Path) -> None:
+    make_docs(tmp_path / "docs", 2)
+    done = run_cli_subprocess("build", tmp_path / "docs", "--store", tmp_path / "s.db", "--exclude", "[[:alpha:]]*")
+    assert done.code == 2, done
+    assert "Warning" not in done.stderr and "site-packages" not in done.stderr
+    assert "bad exclude pattern '[[:alpha:]]*'" in done.stderr
+
+
+def test_the_same_pattern_in_a_docsumignore_fails_that_root_by_name(tmp_path: Path) -> None:
+    make_docs(tmp_path / "docs", 2)
+    (tmp_path / "docs" / ".docsumignore").write_text("*.log\n[[:digit:]]*.txt\n")
+    done = run_cli_subprocess("build", tmp_path / "docs", "--store", tmp_path / "s.db")
+    assert done.code == 3, done
+    assert "Warning" not in done.stderr
+    assert f"{tmp_path / 'docs' / '.docsumignore'}: bad exclude pattern '[[:digit:]]*.txt'" in done.stderr
+
+
+def test_a_huge_docsumignore_is_refused_at_once(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    make_docs(folder, 6)
+    (folder / ".docsumignore").write_text("".join(f"pattern{i}*\n" for i in range(500_000)))
+    started = time.monotonic()
+    done = run_cli("build", folder, "--store", tmp_path / "s.db")
+    assert time.monotonic() - started < 60  # was still matching after 100 s
+    assert done.code == 3, done
+    assert f"{folder / '.docsumignore'}: cannot read exclusions: is " in done.stderr
+    assert "more than the 256 KB docsum reads of an ignore file" in done.stderr
+
+
+def test_too_many_patterns_are_refused_by_count(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    make_docs(folder, 2)
+    (folder / ".docsumignore").write_text("".join(f"p{i}\n" for i in range(2_001)))
+    done = run_cli("build", folder, "--store", tmp_path / "s.db")
+    assert done.code == 3 and "2,001 exclude patterns, more than the 2,000 docsum applies" in done.stderr, done
+    many = [arg for i in range(2_001) for arg in ("--exclude", f"p{i}")]
+    given = run_cli("build", folder, "--store", tmp_path / "s.db", *many)
+    assert given.code == 2 and "--exclude: 2,001 exclude patterns" in given.stderr, given
