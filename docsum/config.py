@@ -297,6 +297,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
     """The LLM these settings select, and a one-line notice when it is the
     offline default (the CLI prints it on stderr)."""
     from docsum.models.extractive import ExtractiveLLM
+    from docsum.models.llm import check_window
     from docsum.models.localembed import LOCAL_EMBED_MODEL, check_available
 
     embed_model = effective_embed_model(settings)
@@ -307,6 +308,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         llm = ExtractiveLLM(
             settings.context_window, settings.max_output_tokens, limits=settings.limits, embed_model=embed_model
         )
+        check_window(llm.metadata.context_window, llm.metadata.num_output)
         if settings.llm != "auto":
             return llm, None
         notice = (
@@ -329,6 +331,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         timeout=settings.timeout,
         max_retries=settings.max_retries,
     )
+    check_window(llm.metadata.context_window, llm.metadata.num_output)
     notice = None
     if settings.base_url and settings.sources.get("model") == "default":
         # A local server has its own model names: say what is being asked
@@ -381,7 +384,7 @@ def question_room(settings: Settings) -> QuestionRoom:
     (the offline engine: the documented default), less the answer's reserve,
     counted with the engine's tokenizer. The command line checks a question
     with it before anything else happens."""
-    from docsum.models.llm import context_window_for
+    from docsum.models.llm import check_window, context_window_for
     from docsum.models.tokens import tokenizer_for_model
     from docsum.query.question import QuestionRoom
 
@@ -389,6 +392,7 @@ def question_room(settings: Settings) -> QuestionRoom:
         window, tokenizer_model = settings.context_window or FALLBACK_CONTEXT_WINDOW, OFFLINE_TOKENIZER_MODEL
     else:
         window, tokenizer_model = settings.context_window or context_window_for(settings.model), settings.model
+    check_window(window, settings.max_output_tokens)  # before the question's own check, as build and eval do
     return QuestionRoom(window, settings.max_output_tokens, tokenizer_for_model(tokenizer_model))
 
 

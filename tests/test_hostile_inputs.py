@@ -77,3 +77,21 @@ def test_too_many_patterns_are_refused_by_count(tmp_path: Path) -> None:
     many = [arg for i in range(2_001) for arg in ("--exclude", f"p{i}")]
     given = run_cli("build", folder, "--store", tmp_path / "s.db", *many)
     assert given.code == 2 and "--exclude: 2,001 exclude patterns" in given.stderr, given
+
+
+@pytest.mark.parametrize("command", ["build", "ask", "eval"])
+def test_an_answer_budget_that_leaves_no_prompt_room_is_refused_alike(tmp_path: Path, command: str) -> None:
+    """`build` planned 233 calls for a 3,900-token window it could not fit;
+    `ask` refused with "at most -550 fit". Now one check, one message."""
+    make_docs(tmp_path / "docs", 1)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "bees?", "gold_docs": ["doc000.txt"]}) + "\n")
+    target = {"build": [tmp_path / "docs"], "ask": ["What about bees?"], "eval": [questions]}[command]
+    limits = ["--max-output-tokens", "5000", "--context-window", "3900"]
+    done = run_cli(command, *target, "--store", tmp_path / "s.db", *limits)
+    assert done.code == 2, done
+    assert done.stderr.strip().splitlines() == [
+        "docsum: error: --max-output-tokens 5000 leaves no room for the prompt in a 3900-token context window "
+        "(docsum needs at least 64); lower --max-output-tokens or raise --context-window"
+    ]
+    assert "-" + "550" not in done.stderr
