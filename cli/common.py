@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
@@ -131,6 +132,8 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
     logger = logging.getLogger("docsum")
     saved = (list(logger.handlers), logger.propagate, logger.level)
     configure_logging(env)
+    shown_warnings = warnings.showwarning
+    warnings.showwarning = env.show_warning
     code: int = ExitCode.OK
     failure: tuple[str, str] | None = None  # (type, message) for the --json error document
     try:
@@ -184,6 +187,7 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
     finally:
         # Library users (and in-process tests) keep their own logging setup.
         logger.handlers[:], logger.propagate, logger.level = saved[0], saved[1], saved[2]
+        warnings.showwarning = shown_warnings
     if flags.get("json") and failure is not None and not env.wrote_stdout:
         # With --json every outcome is one JSON document on stdout.
         with contextlib.suppress(OSError, ValueError):

@@ -7,11 +7,12 @@ Python's FutureWarning with an installation path; a 500,000-line
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
-from helpers import make_docs, run_cli, run_cli_subprocess
+from helpers import make_docs, run_cli, run_cli_subprocess, subprocess_env
 
 
 @pytest.mark.parametrize(
@@ -95,3 +96,47 @@ def test_an_answer_budget_that_leaves_no_prompt_room_is_refused_alike(tmp_path: 
         "(docsum needs at least 64); lower --max-output-tokens or raise --context-window"
     ]
     assert "-" + "550" not in done.stderr
+
+
+def test_a_page_that_looks_like_a_url_draws_no_library_advice(tmp_path: Path) -> None:
+    """bs4 printed twenty lines of MarkupResemblesLocatorWarning, with
+    docsum's source path, for an HTML file whose text is a URL."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "link.html").write_text("https://example.com/page.html")
+    (folder / "name.html").write_text("notes.txt")
+    done = run_cli_subprocess("build", folder, "--store", tmp_path / "s.db")
+    assert done.code == 0, done
+    assert "Warning" not in done.stderr and ".py:" not in done.stderr and "BeautifulSoup" not in done.stderr
+    assert all(line.startswith(("docsum", "added")) for line in done.stderr.splitlines()), done.stderr
+
+
+WARNING_PLUGIN = """
+import warnings
+
+from docsum import BaseSynthesizer
+
+
+class Warns(BaseSynthesizer):
+    def plan(self, query_str, text_chunks, **kw):
+        return 0
+
+    def get_response(self, query_str, text_chunks, **kw):
+        warnings.warn("this setting is going away\\nsee the docs", FutureWarning)
+        return "ok"
+"""
+
+
+def test_a_python_warning_raised_in_a_command_is_one_docsum_line(tmp_path: Path) -> None:
+    """Whatever library warns while a command runs (here: a custom
+    synthesizer's own code), the user sees one line without a source path."""
+    make_docs(tmp_path / "docs", 2)
+    store = tmp_path / "s.db"
+    assert run_cli_subprocess("build", tmp_path / "docs", "--store", store).code == 0
+    (tmp_path / "warnplugin.py").write_text(WARNING_PLUGIN)
+    env = subprocess_env()
+    env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{env['PYTHONPATH']}"
+    done = run_cli_subprocess("ask", "bees?", "--store", store, "--mode", "warnplugin:Warns", env=env)
+    assert done.code == 0, done
+    assert "docsum: warning: this setting is going away see the docs" in done.stderr.splitlines()
+    assert "warnplugin.py" not in done.stderr and "FutureWarning" not in done.stderr

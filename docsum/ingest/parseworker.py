@@ -20,11 +20,12 @@ import select
 import signal
 import threading
 import time
+import warnings
 from typing import Any
 
 import pypdfium2  # noqa: F401 - loaded once in the fork server (see above)
 
-from docsum.errors import LoadError
+from docsum.errors import LoadError, one_line
 from docsum.ingest.parsing import TIMED_OUT_EXIT, WORKER_GRACE_S, parse_file, unexpected_reason
 from docsum.models.tokens import get_encoding
 
@@ -75,7 +76,7 @@ def worker_main(
             # replaces this worker; this one holds when the build cannot.
             watch.start_clock(timeout_s + WORKER_GRACE_S)
         try:
-            reply = ("ok", parse_file(request))
+            reply = ("ok", _parse_noting_warnings(request))
         except LoadError as exc:
             reply = ("failed", exc.reason)
         except MemoryError:
@@ -90,6 +91,21 @@ def worker_main(
             conn.send(reply)
         except (OSError, ValueError):
             return
+
+
+# A library's warnings about one file become at most this many of the file's
+# own one-line warnings (shown under its name), never raw text on stderr.
+_LIBRARY_WARNINGS_KEPT = 3
+
+
+def _parse_noting_warnings(request: Any) -> Any:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parsed = parse_file(request)
+    noted = [one_line(f"{w.category.__name__}: {w.message}") for w in caught]
+    fresh = [text for text in dict.fromkeys(noted) if text not in parsed.loaded.warnings]
+    parsed.loaded.warnings.extend(fresh[:_LIBRARY_WARNINGS_KEPT])
+    return parsed
 
 
 def _die_with_fork_server() -> None:
