@@ -82,11 +82,11 @@ def floor_shares(store: Path, questions: Path) -> dict[str, dict[str, float]]:
     the default relevance floor (run in this process, new code)."""
     import asyncio
 
+    from docsum.models.abstain import relevance_floor
     from docsum.models.extractive import ExtractiveLLM
-    from docsum.query.abstain import relevance_floor
     from docsum.query.corpus import StoreCorpus
     from docsum.query.retrieve import retrieve
-    from docsum.store.base import open_store
+    from docsum.store.opening import open_store
 
     items = [json.loads(line) for line in questions.read_text().splitlines() if line.strip()]
     llm = ExtractiveLLM()

@@ -16,7 +16,7 @@
 # Measured (sample_data/docs, its store built once per tree first):
 #   python -c pass            the interpreter alone (the floor of every command)
 #   import openai             the OpenAI client alone, imported the ordinary way
-#   openai as docsum          the package as docsum imports it (docsum.models.lazyopenai;
+#   openai as docsum          the package as docsum imports it (openaillm.openai_module;
 #                             a tree without it imports it the ordinary way)
 #   request                   that import, a client and one completion and one embedding
 #                             request against the fake server, in one process
@@ -55,7 +55,7 @@ repo, before, runs, callgrind, out_path, work, only = sys.argv[1:8]
 repo, work, runs, callgrind = Path(repo), Path(work), int(runs), callgrind == "1"
 py = sys.executable
 question = "How many member households did the Larkspur Valley Water Cooperative have at the end of 2023?"
-# The package as docsum imports it; a tree from before docsum.models.lazyopenai imports it the ordinary way.
+# The package as docsum imports it; a tree without openaillm.openai_module imports it the ordinary way.
 AS_DOCSUM = ("import docsum.models.openaillm as m\n"
              "(getattr(m, 'openai_module', None) or (lambda: __import__('openai')))()")
 # Import, client, one completion and one embedding request (as a build or a question makes them).

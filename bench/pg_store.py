@@ -149,7 +149,7 @@ def populate(location: str, count: int) -> None:
     import numpy as np
     from fakeopenai import default_embedding
 
-    from docsum.store.base import open_store
+    from docsum.store.opening import open_store
     from docsum.store.records import DocumentRecord, NodeRecord, make_doc_id
 
     topics = ["bees", "bridges", "ferries", "orchards", "libraries", "storms", "mills", "canals", "tariffs", "comets"]
@@ -183,7 +183,7 @@ def ask_round(server: PostgresServer, count: int) -> dict[str, Any]:
     first build creates it: nearest summaries found in SQL), same documents."""
     import numpy as np
 
-    from docsum.store.base import open_store
+    from docsum.store.opening import open_store
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-ask-"))
     local_db, vector_db = server.new_database(), server.new_database()

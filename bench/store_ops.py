@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Run inside each tree's process: the tree's own docsum on sys.path.
 WORKLOAD = r"""
 import json, sys, time
-from docsum.store.base import open_store
+from docsum.store.opening import open_store
 from docsum.store.records import DocumentRecord, NodeRecord, make_doc_id
 
 location, n_docs = sys.argv[1], int(sys.argv[2])

@@ -26,8 +26,8 @@ from .env import Environment, configure_logging
 if TYPE_CHECKING:  # the engines (and numpy) load when a command asks for one; the store when it opens one;
     # the settings' loader (with the TOML reader and the platform's folders) when a command runs, not for --help
     from docsum.config import Settings
+    from docsum.locations import StoreLocation
     from docsum.models.llm import LLM
-    from docsum.store.base import StoreLocation
 
 
 @dataclass
@@ -138,7 +138,7 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
     failure: tuple[str, str] | None = None  # (type, message) for the --json error document
     try:
         from docsum.config import load_settings
-        from docsum.store.base import location_secrets
+        from docsum.locations import location_secrets
 
         settings = load_settings(flags)
         for secret in settings.secret_values():

@@ -118,7 +118,13 @@ class Environment:
         self.stderr.flush()
 
     def show_warning(
-        self, message: Warning | str, category: type[Warning], filename: str, lineno: int, *_: object
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
     ) -> None:
         """A Python warning from a library, as one docsum line: no source
         path, no quoted code, no advice meant for programmers (stands in for

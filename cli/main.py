@@ -165,8 +165,8 @@ def ask(
     worst of the answers' exit codes (1 over 2 over 5 over 0)."""
     from docsum.config import ask_options, question_room
     from docsum.query.ask import ask as ask_question
-    from docsum.query.synthesizers import EMPTY_ANSWER_REASON
     from docsum.schema import ResponseStatus
+    from docsum.synthesizers import EMPTY_ANSWER_REASON
 
     from .render import print_answer
 
@@ -310,7 +310,8 @@ def _joined(flags: list[str]) -> str:
 
 
 def _open_existing(common: Common, *, readonly: bool = True) -> DocumentStore:
-    from docsum.store.base import display_location, open_store, store_exists
+    from docsum.locations import display_location
+    from docsum.store.opening import open_store, store_exists
 
     path = common.store_path()
     if not store_exists(path):
@@ -439,7 +440,7 @@ def config_show(*, common: Common) -> int:
     """Every effective setting and where its value came from (flag, environment,
     config file or default). Secrets are never shown."""
     from docsum.config import config_file_path, describe_embedder
-    from docsum.store.base import display_location, is_postgres
+    from docsum.locations import display_location, is_postgres
 
     rows = common.settings.describe()
     location = common.store_path()
@@ -479,7 +480,8 @@ def config_show(*, common: Common) -> int:
 
 def _vector_search(location: object) -> str:
     """How `docsum ask` will score summary vectors with this store."""
-    from docsum.store.base import is_postgres, open_store, store_exists
+    from docsum.locations import is_postgres
+    from docsum.store.opening import open_store, store_exists
 
     if not is_postgres(location):  # type: ignore[arg-type]
         return "in this process, from the SQLite store"

@@ -192,7 +192,7 @@ def source_lines(result: AskResult) -> list[str]:
     """One line per citation marker (document, pages, supporting quote); an
     answer without markers lists each document once with the pages of the
     passages it was given. Pages as ranges: `pp. 12–14, 31`."""
-    from docsum.query.citations import page_ranges
+    from docsum.citations import page_ranges
 
     if result.citations:
         lines = []

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 # `import docsum.store.sqlite` or the CLI's start-up does not pay for the engines,
 # numpy and the tokenizer until something needs them.
 _PUBLIC = {
-    "BaseSynthesizer": "docsum.query.synthesizers",
+    "BaseSynthesizer": "docsum.synthesizers",
     "DocsumError": "docsum.errors",
     "ExitCode": "docsum.errors",
     "ExtractiveLLM": "docsum.models.extractive",
@@ -29,7 +29,7 @@ _PUBLIC = {
     "Response": "docsum.schema",
     "ResponseMode": "docsum.schema",
     "ResponseStatus": "docsum.schema",
-    "get_response_synthesizer": "docsum.query.synthesizers",
+    "get_response_synthesizer": "docsum.synthesizers",
     "track_calls": "docsum.models.llm",
 }
 
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from docsum.models.llm import LLM, track_calls
     from docsum.models.openaillm import OpenAILLM
     from docsum.models.prompts import PromptTemplate
-    from docsum.query.synthesizers import BaseSynthesizer, get_response_synthesizer
     from docsum.schema import Node, NodeWithScore, Response, ResponseMode, ResponseStatus
+    from docsum.synthesizers import BaseSynthesizer, get_response_synthesizer
 
 
 def __getattr__(name: str) -> Any:

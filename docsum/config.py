@@ -25,11 +25,11 @@ from docsum.userfiles import CONFIG_MAX_BYTES, read_regular_text
 
 if TYPE_CHECKING:  # the engines, the pipeline and the question code load when a command uses them
     from docsum.builder.report import BuildOptions
+    from docsum.locations import StoreLocation
     from docsum.models.llm import LLM
     from docsum.query.options import AskOptions
     from docsum.query.question import QuestionRoom
-    from docsum.query.synthesizers import Mode
-    from docsum.store.base import StoreLocation
+    from docsum.synthesizers import Mode
 
 T = TypeVar("T")
 
@@ -118,7 +118,7 @@ class Settings:
     def secret_values(self) -> list[str]:
         """Every value that must never be printed (see credential_secrets)."""
         # (A password in a postgresql:// store is added by the CLI, from the
-        # store location it resolves: see docsum.store.base.location_secrets.)
+        # store location it resolves: see docsum.locations.location_secrets.)
         return credential_secrets(self.api_key, self.base_url)
 
     def describe(self) -> list[dict[str, Any]]:
@@ -240,7 +240,7 @@ def store_location(settings: Settings) -> StoreLocation:
     """The store a command uses, by one rule for every command: --store, else
     --index NAME, else $DOCSUM_STORE, else `store` in config.toml, else the
     index "default". (A postgresql:// URL stays a string: Path would fold its "//".)"""
-    from docsum.store.base import is_postgres
+    from docsum.locations import is_postgres
 
     if settings.store and settings.given("store"):
         chosen = str(settings.store)
@@ -399,7 +399,7 @@ def question_room(settings: Settings) -> QuestionRoom:
 def answer_mode(settings: Settings) -> Mode:
     """The synthesizer --mode names, resolved here, once, for ask and eval:
     a wrong name is exit 2 before anything is read or sent."""
-    from docsum.query.synthesizers import resolve_mode
+    from docsum.synthesizers import resolve_mode
 
     return resolve_mode(settings.mode)
 

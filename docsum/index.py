@@ -18,11 +18,12 @@ from typing import Any
 from docsum.builder.pipeline import build
 from docsum.builder.report import BuildOptions, BuildReport
 from docsum.errors import ConfigError
+from docsum.locations import StoreLocation, display_location, is_postgres
 from docsum.models.llm import LLM
 from docsum.query.ask import ask
 from docsum.query.options import AskOptions
 from docsum.query.results import AskResult
-from docsum.store.base import StoreLocation, display_location, is_postgres, open_store
+from docsum.store.opening import open_store
 
 
 class DocumentSummaryIndex:

@@ -83,7 +83,7 @@ class Usage:
 
 class ResponseMode(str, enum.Enum):  # noqa: UP042 (str() of a StrEnum member differs)
     """How an answer is put together (docsum ask --mode). Here, not in
-    docsum.query.synthesizers, so the CLI can list the modes without importing them."""
+    docsum.synthesizers, so the CLI can list the modes without importing them."""
 
     REFINE = "refine"
     COMPACT = "compact"

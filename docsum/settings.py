@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from docsum.sanitize import mask_url
+from docsum.stimuli import EMOTION_STIMULI
 
 # The commands, as the CLI names them.
 BUILD, ASK, EVAL, SUMMARIES, SHOW, REMOVE, CONFIG_SHOW = (
@@ -199,8 +200,6 @@ def _retriever_list(text: str) -> list[str]:
 
 
 def _emotion(value: Any) -> str:
-    from docsum.models.prompts import EMOTION_STIMULI  # the stimuli are prompt text: they live with the prompts
-
     if not isinstance(value, str) or (value.lower() != "none" and value.upper() not in EMOTION_STIMULI):
         raise ValueError(f"unknown emotion stimulus {value!r}; use EP01..EP11 or none")
     return value
@@ -229,7 +228,7 @@ def _show_url(value: Any) -> Any:
 
 
 def _show_store(value: Any) -> Any:
-    from docsum.store.base import display_location
+    from docsum.locations import display_location
 
     return None if value is None else display_location(value)
 

@@ -18,8 +18,9 @@ from helpers import first_choice_then
 from helpers import run_cli_parts as run
 
 from docsum.lexical import sentences
+from docsum.models.abstain import question_names, says_cannot_answer
 from docsum.models.extractive import ExtractiveLLM
-from docsum.query.abstain import ABSTENTION_TEXT, question_names, says_cannot_answer
+from docsum.models.prompts import ABSTENTION_TEXT
 from docsum.query.retrieve import SummaryEntry, retrieve
 from docsum.store.sqlite import Store
 
@@ -248,7 +249,7 @@ def test_eval_unanswerable_reports_answer_and_abstention_rates(tmp_path: Path) -
 @pytest.mark.parametrize("retriever", ["fused", "bm25", "embedding"])
 def test_hidden_documents_are_hidden_from_every_retriever(offline_sample_store: Path, retriever: str) -> None:
     from docsum.query.corpus import HiddenDocuments, StoreCorpus
-    from docsum.store.base import open_store
+    from docsum.store.opening import open_store
 
     question = "When did the library reopen after the renovation?"
     with open_store(offline_sample_store, create=False, readonly=True) as store:
@@ -360,13 +361,13 @@ def test_the_first_quarter_of_2023_is_q1_2023() -> None:
 
 
 def _keys(name: str, summary: str, body: str):  # type: ignore[no-untyped-def]
-    from docsum.query.abstain import document_keys
+    from docsum.models.abstain import document_keys
 
     return document_keys(name, name, summary, body)
 
 
 def test_a_passing_mention_in_a_long_document_is_not_what_it_is_about() -> None:
-    from docsum.query.abstain import missing_names
+    from docsum.models.abstain import missing_names
 
     filler = "Revenue grew in every segment and the company opened new data centers. " * 1500  # 18,000 words
     # Intel's filing names Apple four times as a customer: not a source on Apple.
@@ -422,7 +423,7 @@ _RYAN = "who is captain miller in saving private ryan at omaha beach"
 
 @pytest.mark.parametrize("retriever", ["fused", "bm25"])
 def test_documents_that_each_share_a_word_but_together_miss_the_question_are_not_chosen(retriever: str) -> None:
-    from docsum.query.abstain import COVERAGE_FLOOR
+    from docsum.models.abstain import COVERAGE_FLOOR
 
     found = asyncio.run(
         retrieve(retriever, ExtractiveLLM(), _RYAN, _entries(_SCATTERED), top_k=3, floor=COVERAGE_FLOOR)
@@ -440,7 +441,7 @@ def test_documents_that_each_share_a_word_but_together_miss_the_question_are_not
 
 
 def test_documents_that_together_hold_the_question_are_chosen() -> None:
-    from docsum.query.abstain import COVERAGE_FLOOR
+    from docsum.models.abstain import COVERAGE_FLOOR
 
     # The two hops of a question, each holding half of it.
     summaries = dict(
@@ -454,7 +455,7 @@ def test_documents_that_together_hold_the_question_are_chosen() -> None:
 
 
 def test_joint_coverage_counts_a_word_once_any_document_holds_it() -> None:
-    from docsum.query.evidence import DocumentEvidence
+    from docsum.store.evidence import DocumentEvidence
 
     evidence = DocumentEvidence.from_texts(["a", "b", "c"], ["red apples", "green pears", "blue sky"], [[], [], []])
     question = "red pears"
@@ -469,7 +470,7 @@ def test_hidden_documents_count_as_absent_in_the_question_weights() -> None:
     # docsum eval --unanswerable asks as if the gold documents were not in the
     # store: a word only they hold weighs like a word no document holds.
     from docsum.query.corpus import HiddenEvidence
-    from docsum.query.evidence import DocumentEvidence
+    from docsum.store.evidence import DocumentEvidence
 
     evidence = DocumentEvidence.from_texts(
         ["gold", "x", "y", "z"], ["jousting maryland state", "state capital", "state flag", "apples"], [[], [], [], []]
@@ -488,7 +489,7 @@ def test_hidden_documents_count_as_absent_in_the_question_weights() -> None:
 
 
 def test_the_owner_of_what_is_asked_must_be_what_a_source_is_about() -> None:
-    from docsum.query.abstain import missing_names, subject_names
+    from docsum.models.abstain import missing_names, subject_names
 
     question = "Can any trends be identified in Apple's Services segment revenue over the reported periods?"
     assert question_names(question) == ["appl", "servic"] and subject_names(question) == {"appl"}
@@ -505,7 +506,7 @@ def test_the_owner_of_what_is_asked_must_be_what_a_source_is_about() -> None:
 
 
 def test_a_year_may_be_one_hops_but_a_period_must_sit_with_every_name(tmp_path: Path) -> None:
-    from docsum.query.abstain import is_period
+    from docsum.models.abstain import is_period
 
     folder = tmp_path / "docs"
     folder.mkdir()

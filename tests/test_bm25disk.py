@@ -1,4 +1,4 @@
-"""The BM25 index written to disk in bounded memory (docsum.query.bm25disk)
+"""The BM25 index written to disk in bounded memory (docsum.store.bm25disk)
 scores exactly as bm25s does in memory, however many runs and parts it is
 cut into, and an update from a kept index equals an index made anew."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docsum.query import bm25disk
-from docsum.query.bm25 import BM25Index
-from docsum.query.bm25disk import IndexWriter, index_terms, old_postings
+from docsum.store import bm25disk
+from docsum.store.bm25 import BM25Index
+from docsum.store.bm25disk import IndexWriter, index_terms, old_postings
 
 WORDS = [f"w{i}" for i in range(80)] + ["zürich", "café", "ærø"]
 

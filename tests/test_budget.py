@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from docsum.models.extractive import ExtractiveLLM
 from docsum.models.llm import LLM
 from docsum.models.prompts import REFINE_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate
-from docsum.query.budget import MIN_CHUNK_TOKENS, PromptBudget
+from docsum.synthesizers.budget import MIN_CHUNK_TOKENS, PromptBudget
 
 # Short words (never split into characters), newlines and paragraph breaks,
 # punctuation that BPE likes to merge across boundaries, and braces.

@@ -13,8 +13,8 @@ from fakeopenai import FakeOpenAI
 from helpers import first_choice_then, kind_of, user_text
 from helpers import run_cli_parts as run
 
+from docsum.citations import cite, page_ranges, validate_markers
 from docsum.lexical import sentences
-from docsum.query.citations import cite, page_ranges, validate_markers
 from docsum.schema import Node, NodeWithScore
 
 SAMPLE_DOCS = Path(__file__).resolve().parents[1] / "sample_data" / "docs"
@@ -180,7 +180,7 @@ def test_same_file_name_in_two_folders_is_told_apart(tmp_path: Path, monkeypatch
 def test_the_library_numbers_passages_when_asked() -> None:
     """get_response_synthesizer(..., numbered_passages=True), as the README
     says; an unknown keyword is a TypeError naming it."""
-    from docsum.query.synthesizers import get_response_synthesizer
+    from docsum.synthesizers import get_response_synthesizer
 
     passages = [NodeWithScore(Node("The ferry crosses hourly.", "d1", "ferry.txt", pages=(3,)))]
     numbered = get_response_synthesizer("context_only", numbered_passages=True).synthesize("q", passages)

@@ -18,9 +18,9 @@ import pytest
 from helpers import REPO, run_cli, subprocess_env
 
 from docsum.models.extractive import ExtractiveLLM
-from docsum.query.bm25 import BM25Index, SortedTerms
-from docsum.query.evidence import DocumentEvidence, cache_dir, load_evidence, sum_of_best
 from docsum.query.retrieve import EntryCorpus, SummaryEntry, aligned_scores, reciprocal_rank_fusion, retrieve
+from docsum.store.bm25 import BM25Index, SortedTerms
+from docsum.store.evidence import DocumentEvidence, cache_dir, load_evidence, sum_of_best
 from docsum.store.records import DocumentRecord
 from docsum.store.sqlite import Store
 

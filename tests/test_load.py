@@ -14,7 +14,8 @@ from helpers import write_file as write
 
 from docsum.errors import LoadError
 from docsum.ingest.discover import discover
-from docsum.ingest.load import LoadedDocument, load_file
+from docsum.ingest.load import load_file
+from docsum.ingest.loaded import LoadedDocument
 
 EVAL_PDFS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
 

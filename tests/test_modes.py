@@ -15,8 +15,8 @@ from helpers import llm_args, make_docs, run_cli
 
 from docsum.errors import ConfigError
 from docsum.query.ask import AskOptions
-from docsum.query.synthesizers import BUILTIN_MODES, resolve_mode
 from docsum.schema import ResponseMode
+from docsum.synthesizers import BUILTIN_MODES, resolve_mode
 
 
 def test_a_wrong_mode_is_exit_2_before_any_retrieval_or_call(tmp_path: Path) -> None:

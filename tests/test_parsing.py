@@ -369,7 +369,7 @@ def test_jobs_one_builds_the_same(tmp_path: Path) -> None:
 
 
 def test_the_cache_is_trimmed_least_recently_used_first(tmp_path: Path) -> None:
-    from docsum.ingest.load import LoadedDocument
+    from docsum.ingest.loaded import LoadedDocument
     from docsum.ingest.parsing import TextCache
 
     cache = TextCache(tmp_path / "cache")

@@ -34,8 +34,9 @@ from helpers import (
 from pgserver import TEST_PASSWORD
 
 from docsum.errors import DocsumError, StoreVersionError
+from docsum.locations import display_location
 from docsum.store import pgschema
-from docsum.store.base import display_location, open_store, store_exists
+from docsum.store.opening import open_store, store_exists
 from docsum.store.records import DocumentRecord, make_doc_id
 
 
@@ -359,7 +360,7 @@ def test_an_expired_claim_of_a_stopped_builder_is_taken_over(pg_url: str, tmp_pa
     open_store(pg_url).close()
     env = subprocess_env(DOCSUM_CLAIM_TIMEOUT="1")
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom docsum.store.base import open_store\n"
+        [sys.executable, "-c", "import sys, time\nfrom docsum.store.opening import open_store\n"
          "s = open_store(sys.argv[1]); assert s.claim('d1'); print('claimed', flush=True); time.sleep(60)", pg_url],
         env=env, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

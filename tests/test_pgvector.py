@@ -21,7 +21,7 @@ from helpers import llm_args, make_docs, run_cli
 from pgserver import TEST_PASSWORD
 
 from docsum.lexical import LEXICAL_EMBED_MODEL
-from docsum.store.base import open_store
+from docsum.store.opening import open_store
 from docsum.store.records import DocumentRecord, make_doc_id
 
 WORDS = [

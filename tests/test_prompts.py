@@ -12,7 +12,6 @@ from docsum.errors import ConfigError, ExitCode, TemplateVariableError
 from docsum.models.prompts import (
     CHOICE_SELECT_PROMPT,
     DEFAULT_SUMMARY_QUERY,
-    EMOTION_STIMULI,
     KIND_REFINE,
     KIND_TEXT_QA,
     REFINE_PROMPT,
@@ -24,6 +23,7 @@ from docsum.models.prompts import (
     structured,
     with_emotion,
 )
+from docsum.stimuli import EMOTION_STIMULI
 
 
 def test_template_vars_in_order_without_duplicates_including_system() -> None:

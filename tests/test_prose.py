@@ -11,12 +11,12 @@ import pytest
 from helpers import EVAL_PDFS
 from helpers import run_cli_parts as run
 
-from docsum.ingest.load import first_line_title
+from docsum.ingest.loaded import first_line_title
 from docsum.lexical import registrant, sentences, title_lines
 from docsum.models.extractive import ExtractiveLLM
 from docsum.models.prompts import DOCUMENT_SUMMARY_PROMPT
 from docsum.models.prose import informative_bonus, opening
-from docsum.query.synthesizers import TreeSummarize
+from docsum.synthesizers import TreeSummarize
 
 PAPER = """Trace-based Just-in-Time Type Specialization for Dynamic
 Languages

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from helpers import run_cli
 
+from docsum.citations import Citation
 from docsum.models.extractive import ExtractiveLLM
 from docsum.query.ask import ask
-from docsum.query.citations import Citation
 from docsum.query.options import AskOptions
 from docsum.query.postprocess import StepReport
 from docsum.query.results import AnswerPlan, AskResult, DocumentHit, Source

@@ -66,7 +66,7 @@ def test_credential_query_parameters_are_secrets() -> None:
 def test_a_connection_strings_ssl_key_passphrase_is_a_secret() -> None:
     """`sslpassword=` (libpq's passphrase of the client key) was shown by
     `config show` and every store error."""
-    from docsum.store.base import display_location, location_secrets
+    from docsum.locations import display_location, location_secrets
 
     url = "postgresql://u:pw1@h/db?sslpassword=pass-phrase-2&sslmode=require"
     assert display_location(url) == "postgresql://u:***@h/db?sslpassword=***&sslmode=require"

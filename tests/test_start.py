@@ -1,7 +1,7 @@
 """Fast start: a command imports only what it uses (numpy when vectors are
 touched, openai when a request is made, rich on a terminal, the evaluation
 code for eval, asyncio when a coroutine runs, the tokenizer when a token is
-counted (tiktoken's encoder only for token ids), the folder scanner for a
+counted, the folder scanner for a
 build, pydantic never for docsum's own options), and the tokenizer table is
 decoded once, not per process."""
 
@@ -80,11 +80,11 @@ def test_commands_import_only_what_they_use(sample_store: Path, tmp_path: Path) 
     assert loaded("show", "library_renovation_fact_sheet.pdf", "--store", sample_store, home=tmp_path) == []
     # config show names the embedder; naming it loads no numpy.
     assert loaded("config", "show", home=tmp_path) == []
-    # An offline question runs a coroutine and touches vectors; it sends no request, and counts its
-    # tokens from the rank table without building tiktoken's encoder.
+    # An offline question runs a coroutine, touches vectors and counts tokens; it sends no request.
     assert loaded("ask", question, "--store", sample_store, "--llm", "extractive", home=tmp_path) == [
         "asyncio",
         "numpy",
+        "tiktoken",
     ]
     with FakeOpenAI() as fake:
         # No store: nothing to ask the server, so no client.
@@ -123,17 +123,14 @@ def test_the_tokenizer_table_is_decoded_once_and_a_damaged_copy_is_not_trusted(
 def test_the_engines_load_their_heavy_parts_when_first_used() -> None:
     """The engine interface and the server engine's module import neither
     numpy nor openai (nor the tokenizer); making an engine loads no tokenizer
-    table; counting English text needs no encoder, token ids or text the
-    rank table does not count (Japanese) build it."""
+    table; the first count builds it, and still imports no openai."""
     probe = (
         "import sys\n"
         "from docsum.models.openaillm import OpenAILLM\n"
         "llm = OpenAILLM(model='gpt-4o-mini', base_url='http://127.0.0.1:9', api_key=None)\n"
         "before = sorted(m for m in ('openai', 'numpy', 'tiktoken', 'pydantic', 'httpx2') if m in sys.modules)\n"
-        "llm.metadata.tokenizer.count('hello world')\n"
-        "counted = 'tiktoken' in sys.modules\n"
-        "llm.metadata.tokenizer.count('東京は日本の首都です')\n"
-        "print(before, counted, 'tiktoken' in sys.modules)\n"
+        "n = llm.metadata.tokenizer.count('hello world')\n"
+        "print(before, n, 'tiktoken' in sys.modules, 'openai' in sys.modules)\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", probe],
@@ -145,7 +142,7 @@ def test_the_engines_load_their_heavy_parts_when_first_used() -> None:
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[] False True"
+    assert proc.stdout.strip() == "[] 2 True False"
 
 
 LAZY_PROBE = """
@@ -191,6 +188,6 @@ def test_an_english_question_compiles_no_pattern_it_does_not_use(sample_store: P
         "docsum.lexical.CJK_CHARACTER",
         "docsum.lexical._REGISTRANT",
         "docsum.models.prose._CAPTION",
-        "docsum.query.synthesizers.refine._META",
+        "docsum.synthesizers.refine._META",
     ):
         assert lazy[name] is False, name

@@ -35,8 +35,8 @@ from docsum.errors import (  # noqa: E402
 )
 from docsum.paths import config_dir, data_dir, docsum_home  # noqa: E402
 from docsum.store import records, sqlite_schema  # noqa: E402
-from docsum.store.base import open_store  # noqa: E402
 from docsum.store.lock import BuildLock  # noqa: E402
+from docsum.store.opening import open_store  # noqa: E402
 from docsum.store.records import DocumentRecord, NodeRecord, make_doc_id  # noqa: E402
 from docsum.store.sqlite import Store  # noqa: E402
 from docsum.store.sqlite_schema import MIGRATIONS  # noqa: E402

@@ -28,8 +28,8 @@ from docsum.models.prompts import (
     PromptTemplate,
     structured,
 )
-from docsum.query.budget import PromptBudget
-from docsum.query.synthesizers import (
+from docsum.schema import Node, NodeWithScore, Response, ResponseMode, ResponseStatus
+from docsum.synthesizers import (
     ACCUMULATE_SEPARATOR,
     BaseSynthesizer,
     get_response_synthesizer,
@@ -37,7 +37,7 @@ from docsum.query.synthesizers import (
     iter_tokens,
     parse_structured,
 )
-from docsum.schema import Node, NodeWithScore, Response, ResponseMode, ResponseStatus
+from docsum.synthesizers.budget import PromptBudget
 
 WINDOW = 600
 OUTPUT = 64

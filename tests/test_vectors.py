@@ -19,9 +19,9 @@ from helpers import REPO, SAMPLE_DOCS, run_cli, subprocess_env
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.models.extractive import ExtractiveLLM
 from docsum.query.corpus import StoreCorpus
-from docsum.query.retrieve import SummaryEntry, retrieve, score_by_embedding, summary_index_text
+from docsum.query.retrieve import SummaryEntry, retrieve, score_by_embedding
 from docsum.store import vectors as vectors_mod
-from docsum.store.records import DocumentRecord
+from docsum.store.records import DocumentRecord, summary_index_text
 from docsum.store.sqlite import Store
 from docsum.store.vectors import cache_path_for, load_vectors, refresh_vectors
 

@@ -21,7 +21,7 @@ from helpers import REPO, cli_command, subprocess_env, wait_for
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
 
 
-def _children() -> dict[int, list[int]]:
+def children() -> dict[int, list[int]]:
     tree: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -34,8 +34,8 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _descendants(pid: int) -> set[int]:
-    tree, found, todo = _children(), set(), [pid]
+def descendants(pid: int) -> set[int]:
+    tree, found, todo = children(), set(), [pid]
     while todo:
         for child in tree.get(todo.pop(), []):
             found.add(child)
@@ -43,7 +43,7 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
     """Alive and not a zombie (a dead orphan the container's init has not reaped yet)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -55,12 +55,12 @@ def _running(pid: int) -> bool:
 def _kill_all(pids: set[int]) -> None:
     """Leave no process behind when the test fails."""
     for pid in pids:
-        if _running(pid):
+        if running(pid):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
 
-def _slow_folder(root: Path) -> Path:
+def slow_folder(root: Path) -> Path:
     folder = root / "d"
     folder.mkdir()
     rng = random.Random(7)
@@ -70,23 +70,23 @@ def _slow_folder(root: Path) -> Path:
     return folder
 
 
-def _workers(pid: int) -> set[int]:
+def worker_pids(pid: int) -> set[int]:
     """The processes below the build's children: workers, forked by the fork server."""
-    return set().union(*(_descendants(child) for child in _children().get(pid, [])))
+    return set().union(*(descendants(child) for child in children().get(pid, [])))
 
 
 def _spawn_build(tmp_path: Path, *extra: str) -> subprocess.Popen[bytes]:
     """A build whose output goes to a file: a pipe the test closes would end
     orphaned workers by SIGPIPE and hide what this file tests."""
     log = (tmp_path / "build.log").open("wb")
-    command = cli_command("build", _slow_folder(tmp_path), "--store", tmp_path / "s.db", "--jobs", "1", *extra)
+    command = cli_command("build", slow_folder(tmp_path), "--store", tmp_path / "s.db", "--jobs", "1", *extra)
     with log:
         return subprocess.Popen(
             command, cwd=REPO, env=subprocess_env(), stdin=subprocess.DEVNULL, stdout=log, stderr=log
         )
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
@@ -100,11 +100,11 @@ def _wait_for_worker(build: subprocess.Popen[bytes]) -> tuple[set[int], set[int]
     warm fork server has spent almost none."""
 
     def reading() -> bool:
-        return build.poll() is not None or any(_cpu_seconds(pid) >= 0.5 for pid in _workers(build.pid))
+        return build.poll() is not None or any(cpu_seconds(pid) >= 0.5 for pid in worker_pids(build.pid))
 
     wait_for(reading, timeout=120, interval=0.1, what="a parse worker reading the file")
     assert build.poll() is None, (build.args[-1:], build.returncode)
-    return _descendants(build.pid), _workers(build.pid)
+    return descendants(build.pid), worker_pids(build.pid)
 
 
 def test_workers_die_with_a_killed_build(tmp_path: Path) -> None:
@@ -114,7 +114,7 @@ def test_workers_die_with_a_killed_build(tmp_path: Path) -> None:
     build.wait()
     try:
         # Without a watch they run on until the parse ends (a minute or more here).
-        wait_for(lambda: not any(_running(pid) for pid in tree), timeout=10, what="the build's workers to end")
+        wait_for(lambda: not any(running(pid) for pid in tree), timeout=10, what="the build's workers to end")
     finally:
         _kill_all(tree)
 
@@ -128,7 +128,7 @@ def test_a_worker_enforces_its_own_time_limit(tmp_path: Path) -> None:
     try:
         _, workers = _wait_for_worker(build)
         build.send_signal(signal.SIGSTOP)
-        wait_for(lambda: not any(_running(pid) for pid in workers), timeout=40, what="the worker to stop itself")
+        wait_for(lambda: not any(running(pid) for pid in workers), timeout=40, what="the worker to stop itself")
     finally:
         os.kill(build.pid, signal.SIGCONT)
         build.kill()

@@ -16,18 +16,18 @@ from docsum.builder.embedbatch import SummaryEmbedder
 from docsum.builder.plan import Work, summary_template_for
 from docsum.builder.report import BuildOptions, FileOutcome
 from docsum.errors import ContextLengthError, LLMError, LoadError
-from docsum.ingest.parsing import Parsed, ParsePool, ParseRequest, unexpected_reason
+from docsum.ingest.parsepool import ParsePool
+from docsum.ingest.parsing import Parsed, ParseRequest, unexpected_reason
 from docsum.ingest.split import Chunk
 from docsum.ingest.textquality import garbage_reason
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.models.llm import LLM, track_calls
 from docsum.models.tokens import Tokenizer
-from docsum.query.budget import PromptBudget
-from docsum.query.retrieve import summary_index_text
-from docsum.query.synthesizers import TreeSummarize
 from docsum.schema import CallRecord
 from docsum.store.base import DocumentStore
-from docsum.store.records import CallRow, DocumentRecord, NodeRecord
+from docsum.store.records import CallRow, DocumentRecord, NodeRecord, summary_index_text
+from docsum.synthesizers import TreeSummarize
+from docsum.synthesizers.budget import PromptBudget
 
 log = logging.getLogger("docsum")
 

@@ -28,14 +28,17 @@ from docsum.builder.plan import Plan, Reconciler, Work, check_build_options, fin
 from docsum.builder.report import BuildOptions, BuildReport, BuildReporter, FileOutcome, FileWarning, SilentReporter
 from docsum.builder.schedule import CLAIM_POLL_SECONDS, Breaker, StoredElsewhere, run_gated
 from docsum.errors import LLMError
-from docsum.ingest.parsing import ParsePool, TextCache
+from docsum.ingest.parsepool import ParsePool
+from docsum.ingest.parsing import TextCache
+from docsum.locations import StoreLocation, display_location, is_postgres
 from docsum.models.calls import call_budget
 from docsum.models.llm import LLM, track_calls
 from docsum.paths import cache_dir
-from docsum.query.evidence import refresh_evidence
 from docsum.schema import CallRecord
-from docsum.store.base import DocumentStore, StoreLocation, display_location, is_postgres, open_store, store_exists
+from docsum.store.base import DocumentStore
+from docsum.store.evidence import refresh_evidence
 from docsum.store.lock import BuildLock
+from docsum.store.opening import open_store, store_exists
 from docsum.store.records import DocumentRecord, StoredFile, StoredVersion
 from docsum.store.sqlite import Store
 from docsum.store.vectors import refresh_vectors

@@ -108,8 +108,9 @@ def _is_within(path: str, root: str) -> bool:
 
 # Matching costs the same for every pattern and every path, so a huge list
 # (a 500,000-line ignore file took minutes on six files) is refused, not
-# applied: far beyond any hand-written list, and at most ~1 ms a file.
-MAX_PATTERNS = 2000
+# applied: far beyond any hand-written list, and about 0.5 ms a path at the
+# cap on an idle machine (bench/RESULTS.md).
+MAX_PATTERNS = 1000
 
 
 def _patterns(lines: list[str]) -> list[str]:

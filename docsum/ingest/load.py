@@ -10,19 +10,23 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from docsum.errors import LoadError, one_line, os_reason
-from docsum.ingest.discover import printable_name
 from docsum.ingest.formats import kind_for
+from docsum.ingest.loaded import (
+    PLACEHOLDER_TITLES,
+    LoadedDocument,
+    clip_title,
+    first_line_title,
+    markdown_title,
+    name_title,
+)
 from docsum.ingest.markup import READERS as MARKUP_READERS
-from docsum.lexical import registrant, title_lines
 from docsum.userfiles import open_regular
 
-_TITLE_MAX = 120
 # Share of control bytes (other than tab/newline/CR/FF/VT/ESC) above which a
 # file without NUL bytes is still judged binary.  Real text, even with ANSI
 # colour codes, stays far below this; compressed or encrypted data sits near 12%.
@@ -30,16 +34,6 @@ _CONTROL_BYTE_LIMIT = 0.10
 _SNIFF_BYTES = 65536
 _TEXT_CONTROLS = frozenset(b"\t\n\r\x0b\x0c\x1b")
 _CONTROL_BYTES = bytes(b for b in range(32) if b not in _TEXT_CONTROLS) + b"\x7f"
-
-
-@dataclass
-class LoadedDocument:
-    text: str
-    page_starts: list[int]  # [] for text files; PDF page i+1 starts at page_starts[i]
-    title: str
-    kind: str  # a value of docsum.ingest.formats.SUPPORTED_SUFFIXES: "pdf", "text", "markdown", "html", ...
-    warnings: list[str] = field(default_factory=list)
-    extractor: str = ""  # PDFs: the engine that produced the text ("pdfium" | "pypdf")
 
 
 # --------------------------------------------------------------------------- loading
@@ -227,7 +221,7 @@ def _load_text(path: Path, data: bytes, kind: str) -> LoadedDocument:
         text = text[1:]
     if not text.strip():
         raise LoadError(str(path), "empty file: no text")
-    title = (_markdown_title(text) if kind == "markdown" else None) or first_line_title(text) or name_title(path)
+    title = (markdown_title(text) if kind == "markdown" else None) or first_line_title(text) or name_title(path)
     return LoadedDocument(text=text, page_starts=[], title=title, kind=kind, warnings=warnings)
 
 
@@ -239,85 +233,8 @@ def _load_markup(path: Path, data: bytes, kind: str) -> LoadedDocument:
         raise LoadError(str(path), f"no text in this {kind} file")
     title = (
         (clip_title(extracted.title) if extracted.title and extracted.title.lower() not in PLACEHOLDER_TITLES else None)
-        or _markdown_title(text)
+        or markdown_title(text)
         or first_line_title(text)
         or name_title(path)
     )
     return LoadedDocument(text=text, page_starts=[], title=title, kind=kind, warnings=extracted.warnings)
-
-
-# --------------------------------------------------------------------------- titles
-
-_ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
-_FRONT_MATTER_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.IGNORECASE)
-
-
-def clip_title(raw: str) -> str:
-    title = " ".join(raw.split())
-    if len(title) <= _TITLE_MAX:
-        return title
-    cut = title[: _TITLE_MAX - 1]
-    # Prefer ending on a word boundary when one is reasonably close.
-    space = cut.rfind(" ")
-    if space > _TITLE_MAX // 2:
-        cut = cut[:space]
-    return cut.rstrip() + "…"
-
-
-def _front_matter(lines: list[str]) -> tuple[str | None, int]:
-    """Title from YAML front matter, and the index of the first body line."""
-    if not lines or lines[0].strip() != "---":
-        return None, 0
-    for idx in range(1, min(len(lines), 200)):
-        if lines[idx].strip() in ("---", "..."):
-            title = None
-            for line in lines[1:idx]:
-                m = _FRONT_MATTER_TITLE.match(line)
-                if m:
-                    title = m.group(1).strip("\"'").strip() or None
-                    break
-            return title, idx + 1
-    return None, 0
-
-
-def _markdown_title(text: str) -> str | None:
-    lines = text.split("\n", 2000)[:2000]
-    fm_title, body_start = _front_matter(lines)
-    if fm_title:
-        return clip_title(fm_title)
-    in_fence = False
-    for idx in range(body_start, len(lines)):
-        line = lines[idx]
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence:
-            continue
-        m = _ATX_HEADING.match(line)
-        if m and m.group(1).strip():
-            return clip_title(m.group(1))
-        # Setext heading: a text line underlined with === or ---.
-        if idx + 1 < len(lines) and line.strip() and re.fullmatch(r" {0,3}(=+|-+)[ \t]*", lines[idx + 1]):
-            return clip_title(line)
-    if body_start:
-        return first_line_title("\n".join(lines[body_start:]))
-    return None
-
-
-def name_title(path: Path) -> str:
-    """The file's name as a last-resort title, storable even when the name is not UTF-8."""
-    return printable_name(path.stem)
-
-
-def first_line_title(text: str) -> str | None:
-    """The title the first lines give, whole when it runs over two or three
-    lines (docsum.lexical.title_lines); for an SEC filing, its registrant
-    (docsum.lexical.registrant). Lines of pure punctuation (rules, "* * *",
-    extraction debris) make poor titles and are passed over."""
-    found = registrant(text) or (title_lines(text) or ("", 0))[0]
-    return clip_title(found) if found else None
-
-
-# Titles producers fill in by default; they say nothing about the document.
-PLACEHOLDER_TITLES = frozenset({"title", "untitled", "untitled document", "document", "none", "unknown"})

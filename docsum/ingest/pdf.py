@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from docsum.errors import LoadError, one_line
-from docsum.ingest.load import PLACEHOLDER_TITLES, LoadedDocument, clip_title, first_line_title, name_title
+from docsum.ingest.loaded import PLACEHOLDER_TITLES, LoadedDocument, clip_title, first_line_title, name_title
 from docsum.ingest.textquality import garbage_reason
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def _page_by_page(path: Path, engines: list[PdfPages]) -> LoadedDocument | None:
     main = max(used, key=lambda n: used[n])
     chosen = PdfPages(texts, list(engines[main].warnings), engines[main].metadata_title)
     if unreadable:
-        from docsum.query.citations import page_ranges
+        from docsum.citations import page_ranges
 
         chosen.warnings.insert(
             0,

@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from docsum.citations import markers_in, split_numbered, strip_markers, with_marker
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
+from docsum.models.abstain import name_terms, says_cannot_answer
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import (
+    ABSTENTION_TEXT,
     KIND_CHOICE_SELECT,
     KIND_COMPRESS,
     KIND_DOCUMENT_SUMMARY,
@@ -34,8 +37,6 @@ from docsum.models.prompts import (
 )
 from docsum.models.prose import informative_bonus, is_opening, is_reference, opening, without_figures_and_tables
 from docsum.models.tokens import tokenizer_for_model
-from docsum.query.abstain import ABSTENTION_TEXT, name_terms, says_cannot_answer
-from docsum.query.citations import markers_in, split_numbered, strip_markers, with_marker
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, Limits
 

@@ -1,9 +1,8 @@
 """The engine for any OpenAI-compatible server, through the `openai` package.
 
-The `openai` package is imported on the first request, not with this module,
-and without its model packages (`lazyopenai`): a command that sends nothing
-(no store, an empty one, a refused plan) pays nothing for it, one that sends
-pays for the client alone. numpy loads with the first embedding.
+The `openai` package is imported on the first request, not with this module:
+a command that sends nothing (no store, an empty one, a refused plan) pays
+nothing for it. numpy loads with the first embedding.
 
 Requests go through the client's own `post()` (the way the package documents
 for custom requests), not through `client.chat.completions.create()` and
@@ -29,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from docsum.errors import ConfigError, ContextLengthError, LLMError
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
-from docsum.models.lazyopenai import import_openai
 from docsum.models.llm import DEFAULT_NUM_OUTPUT, LLM, OVERRUN_FACTOR, LLMMetadata, context_window_for
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import PromptTemplate
@@ -65,9 +63,12 @@ EMBEDDING_ENCODING = "base64"
 
 
 def openai_module() -> Any:
-    """The `openai` package (imported on first use, see `lazyopenai`), with
-    every name docsum reads from it checked to be there."""
-    return import_openai(verify=_names_docsum_reads)
+    """The `openai` package, imported on first use, with every name docsum
+    reads from it checked to be there."""
+    import openai
+
+    _names_docsum_reads(openai)
+    return openai
 
 
 def _names_docsum_reads(openai: Any) -> None:

@@ -10,10 +10,10 @@ Local models (llama, mistral, qwen, ...) use tokenizers we do not have.  For
 those we count with cl100k_base and add a safety margin, because budgets derived
 from an underestimate would overflow the server's context window.
 
-Counting does not need tiktoken's encoder: until a process needs token ids
-(splitting a document) or has counted a lot of text, counts come from
-`docsum.models.bpecount`, which gives the same numbers from a rank table file
-read in a millisecond, where building the encoder costs 0.15-0.3 s.
+Counting and splitting both use tiktoken's encoder, built through its public
+constructor (``tiktoken.Encoding``) from the bundled table. Decoding the table's
+100,000 base64 lines is half of building it, so the decoded ranks are kept in
+the cache directory (checksummed; a damaged copy is decoded again).
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # loaded with the first table: a command that counts nothing never imports it
     import tiktoken
-
-    from docsum.models.bpecount import ExactCounter
 
 _ENDOFTEXT = "<|endoftext|>"
 _FIM_PREFIX = "<|fim_prefix|>"
@@ -130,11 +128,11 @@ def _read_ranks(spec: _Spec) -> dict[bytes, int]:
     return ranks
 
 
-def _cache_file(spec: _Spec, suffix: str = "marshal") -> Path:
+def _cache_file(spec: _Spec) -> Path:
     from docsum.paths import cache_dir
 
     # Named by the table's checksum: another table (or docsum version) never reads it.
-    return cache_dir() / f"{spec.filename}.{spec.sha256[:16]}.{suffix}"
+    return cache_dir() / f"{spec.filename}.{spec.sha256[:16]}.marshal"
 
 
 def _write_cache(path: Path, data: bytes) -> None:
@@ -167,34 +165,6 @@ def _cache_ranks(spec: _Spec, ranks: dict[bytes, int]) -> None:
     _write_cache(_cache_file(spec), hashlib.sha256(body).digest() + body)
 
 
-# A process counts with the rank table until it has counted this many
-# characters there: beyond, building tiktoken's encoder (0.15 s for cl100k)
-# pays for itself, its counting being about 1.5 times as fast (0.24 against
-# 0.35 microseconds a character on the SEC filings).
-EXACT_COUNTER_MAX_CHARS = 1_000_000
-
-# Encodings whose tiktoken encoder this process has built: counting with it
-# then costs nothing more.
-_built: set[str] = set()
-
-
-@functools.cache
-def exact_counter(name: str) -> ExactCounter:
-    """Counts of encoding `name` without tiktoken's encoder, from the rank
-    table file in the cache directory (made from the bundled table the first
-    time; kept in memory alone when the cache cannot be written)."""
-    from docsum.models.bpecount import ExactCounter, RankTable, table_bytes
-
-    spec = _SPECS[name]
-    path = _cache_file(spec, "ranktable")
-    table = RankTable.read(path)
-    if table is None:
-        data = table_bytes(_read_ranks(spec))
-        table = RankTable(data)
-        _write_cache(path, data)
-    return ExactCounter(spec.pat_str, table)
-
-
 def _decode_ranks(spec: _Spec) -> dict[bytes, int]:
     blob = resources.files("docsum").joinpath("data", spec.filename).read_bytes()
     raw = gzip.decompress(blob)
@@ -222,14 +192,12 @@ def get_encoding(name: str) -> tiktoken.Encoding:
     spec = _SPECS.get(name)
     if spec is None:
         raise ValueError(f"unknown encoding {name!r}; available: {', '.join(ENCODING_NAMES)}")
-    encoding = tiktoken.Encoding(
+    return tiktoken.Encoding(
         name,
         pat_str=spec.pat_str,
         mergeable_ranks=_read_ranks(spec),
         special_tokens=dict(spec.special_tokens),
     )
-    _built.add(name)
-    return encoding
 
 
 class Tokenizer:
@@ -299,32 +267,15 @@ class Tokenizer:
             n -= 1
         return max(0, n)
 
-    def _counter_for(self, text: str) -> ExactCounter | None:
-        """The rank-table counter when it may count `text` (the same number
-        tiktoken's encoder gives) and the encoder is not built yet."""
-        if self._encoding is not None or self._name in _built:
-            return None
-        from docsum.models.bpecount import countable
-
-        counter = exact_counter(self._name)
-        if counter.counted_chars + len(text) > EXACT_COUNTER_MAX_CHARS or not countable(text):
-            return None
-        return counter
-
     def count(self, text: str) -> int:
         if not text:
             return 0
-        counter = self._counter_for(text)
-        if counter is not None:
-            return self.inflate(counter.count(text))
         return self.inflate(len(self.encoding.encode_ordinary(text)))
 
     def count_many(self, texts: list[str]) -> list[int]:
         if not texts:
             return []
         total_chars = sum(len(t) for t in texts)
-        if self._encoding is None and self._name not in _built and total_chars <= EXACT_COUNTER_MAX_CHARS:
-            return [self.count(t) for t in texts]  # each by the rank table, or by the encoder when it must
         if len(texts) > 1 and total_chars >= _BATCH_MIN_AVG_CHARS * len(texts):
             encoded = self.encoding.encode_ordinary_batch(list(texts))
             return [self.inflate(len(ids)) for ids in encoded]

@@ -21,23 +21,25 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
+from docsum.citations import display_names
 from docsum.errors import ConfigError, ContextLengthError, DocsumError, LLMError
+from docsum.locations import StoreLocation, display_location
+from docsum.models.abstain import relevance_floor, says_cannot_answer
 from docsum.models.calls import call_budget
 from docsum.models.llm import LLM, closing_stream, recording_calls, track_calls
 from docsum.models.prompts import POLISH_PROMPT
-from docsum.query.abstain import relevance_floor, says_cannot_answer
-from docsum.query.budget import PromptBudget
 from docsum.query.callplan import CallPlan
-from docsum.query.citations import display_names
 from docsum.query.corpus import HiddenDocuments, StoreCorpus
 from docsum.query.options import AskOptions, check_options
 from docsum.query.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
 from docsum.query.question import Question, QuestionRoom
 from docsum.query.results import AnswerPlan, AskResult, DocumentHit, Source
 from docsum.query.retrieve import Retrieval, SummaryCorpus, retrieve
-from docsum.query.synthesizers import BaseSynthesizer, guard_refine_stream, is_meta_answer
 from docsum.schema import Node, NodeWithScore, Response, ResponseStatus
-from docsum.store.base import DocumentStore, StoreLocation, display_location, open_store
+from docsum.store.base import DocumentStore
+from docsum.store.opening import open_store
+from docsum.synthesizers import BaseSynthesizer, guard_refine_stream, is_meta_answer
+from docsum.synthesizers.budget import PromptBudget
 
 # The public names of a question's road, for `from docsum.query.ask import ...`.
 __all__ = ["AskOptions", "AskResult", "Question", "ask", "ask_many"]

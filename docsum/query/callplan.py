@@ -17,8 +17,8 @@ from docsum.query.options import AskOptions
 from docsum.query.postprocess import RERANK_BATCH_SIZE
 from docsum.query.rating import planned_rating_calls
 from docsum.query.retrieve import planned_choice_calls
-from docsum.query.synthesizers import BaseSynthesizer
 from docsum.schema import NodeWithScore
+from docsum.synthesizers import BaseSynthesizer
 
 # LLM retrieval planning more calls than this per question gets a warning
 # that names the cheaper hybrid retriever (200 summaries at the default

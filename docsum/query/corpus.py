@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docsum.errors import ConfigError
-from docsum.query.evidence import DocumentEvidence, DocumentScores, load_evidence
 from docsum.query.retrieve import SummaryCorpus, SummaryEntry, query_vector, score_by_embedding
+from docsum.store.evidence import DocumentEvidence, DocumentScores, load_evidence
 from docsum.store.vectors import VectorView, load_vectors
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class StoreCorpus:
         return model if uniform else None
 
     def bm25_evidence(self) -> DocumentEvidence:
-        """BM25 over summaries and nodes, kept beside the store (docsum.query.evidence)."""
+        """BM25 over summaries and nodes, kept beside the store (docsum.store.evidence)."""
         if self._evidence is None:
             self._evidence = load_evidence(self.store)
         return self._evidence

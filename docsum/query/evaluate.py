@@ -20,6 +20,7 @@ import numpy as np
 
 from docsum.errors import ConfigError
 from docsum.lexical import LEXICAL_EMBED_MODEL
+from docsum.locations import StoreLocation, display_location
 from docsum.models.extractive import judge_by_overlap
 from docsum.models.llm import LLM, track_calls
 from docsum.models.localembed import LOCAL_EMBED_MODEL
@@ -39,11 +40,12 @@ from docsum.query.evalreport import (
     QuestionRow,
     aggregate,
 )
-from docsum.query.evidence import DocumentEvidence
 from docsum.query.options import AskOptions
 from docsum.query.retrieve import retrieve
 from docsum.settings import DEFAULT_LIMITS, RETRIEVERS, Limits, check, default
-from docsum.store.base import DocumentStore, StoreLocation, display_location, open_store, store_exists
+from docsum.store.base import DocumentStore
+from docsum.store.evidence import DocumentEvidence
+from docsum.store.opening import open_store, store_exists
 from docsum.store.records import DocumentRecord
 from docsum.userfiles import QUESTIONS_MAX_BYTES, read_regular_text
 

@@ -1,6 +1,6 @@
 """Grounding, for the offline engine: a question that names things (a
 company, a person, a year, a quarter) is answered only from documents that
-mention them (see docsum.query.abstain.question_names). Without it the offline
+mention them (see docsum.models.abstain.question_names). Without it the offline
 engine answered "Intel, Q1 2023" from Intel's Q2 filing and "an unladen
 swallow" from railway minutes."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from docsum.query.abstain import document_keys, is_period, missing_names, question_names, subject_names
+from docsum.models.abstain import document_keys, is_period, missing_names, question_names, subject_names
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate, Retrieval, passes_floor
 from docsum.store.base import DocumentStore
@@ -30,7 +30,7 @@ def grounded(
     floor: float | None,
 ) -> tuple[list[Candidate], dict[str, list[Any]], StepReport | None]:
     """Offline, answer only from documents that can hold the answer to a
-    question that names things (docsum.query.abstain.question_names): without this
+    question that names things (docsum.models.abstain.question_names): without this
     the offline engine answered "Intel, Q1 2023" from Intel's Q2 filing and
     "an unladen swallow" from railway minutes.
 

@@ -23,8 +23,8 @@ from docsum.models.prompts import (
     emotion_key,
     with_emotion,
 )
-from docsum.query.synthesizers import AnswerOptions, BaseSynthesizer, LLMSynthesizer, Mode, resolve_mode
 from docsum.settings import DEFAULT_LIMITS, RETRIEVERS, Limits, check, default
+from docsum.synthesizers import AnswerOptions, BaseSynthesizer, LLMSynthesizer, Mode, resolve_mode
 
 # Names the synthesizers fill in themselves; a --var cannot set them.
 RESERVED_VARIABLES = frozenset({"query_str", "context_str", "context_msg", "existing_answer"})
@@ -41,7 +41,7 @@ class AskOptions:
     choice_batch_size: int = default("choice_batch_size")
     candidates: int = default("candidates")
     # The relevance floor; None means the retriever's calibrated default
-    # (docsum.query.abstain.relevance_floor).
+    # (docsum.models.abstain.relevance_floor).
     min_score: float | None = default("min_score")
     cutoff: float | None = None
     rerank: int | None = None

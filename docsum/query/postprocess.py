@@ -10,9 +10,9 @@ from typing import Any
 
 from docsum.models.llm import LLM
 from docsum.models.prompts import COMPRESS_PROMPT, NO_OUTPUT, RERANK_PROMPT
-from docsum.query.budget import PromptBudget
 from docsum.query.rating import rate_in_batches
 from docsum.schema import Node, NodeWithScore
+from docsum.synthesizers.budget import PromptBudget
 
 
 @dataclass(frozen=True)

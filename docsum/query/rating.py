@@ -17,7 +17,7 @@ from docsum.ingest.split import iter_split_tokens
 from docsum.lazyre import LazyPattern
 from docsum.models.llm import LLM
 from docsum.models.prompts import PromptTemplate
-from docsum.query.budget import PromptBudget
+from docsum.synthesizers.budget import PromptBudget
 
 
 @dataclass

@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from docsum.citations import Citation, UnsupportedSentence, cite
 from docsum.errors import DocsumError, ExitCode
-from docsum.query.abstain import says_cannot_answer
-from docsum.query.citations import Citation, UnsupportedSentence, cite
+from docsum.models.abstain import says_cannot_answer
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate
 from docsum.schema import CallRecord, NodeWithScore, ResponseStatus, Usage
@@ -114,7 +114,7 @@ class AskResult:
     # nothing to ask, such as an empty store). The text output says so.
     abstained: bool = False
     # The answer's [n] markers, each with its document, pages and quote, and
-    # the cited sentences their passages do not support (docsum.query.citations).
+    # the cited sentences their passages do not support (docsum.citations).
     citations: list[Citation] = field(default_factory=list)
     unsupported: list[UnsupportedSentence] = field(default_factory=list)
     # The passages as numbered for the answer step (marker n is passages[n-1]),

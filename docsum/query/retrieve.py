@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -20,23 +19,13 @@ from docsum.models.llm import LLM
 from docsum.models.prompts import CHOICE_SELECT_PROMPT, PromptTemplate
 from docsum.query.rating import planned_rating_calls, rate_in_batches
 from docsum.settings import RETRIEVERS, default
+from docsum.store.records import summary_index_text
 
 if TYPE_CHECKING:
-    from docsum.query.evidence import DocumentEvidence
+    from docsum.store.evidence import DocumentEvidence
     from docsum.store.records import DocumentRecord
 
 log = logging.getLogger("docsum")
-
-
-def summary_index_text(path: str, title: str, summary: str) -> str:
-    """What represents a document at retrieval time: its file name and title
-    travel with the summary (file names such as `2023_Q3_AAPL.txt` carry facts
-    a summary may leave out). Used both to embed at build time and to show the
-    LLM its choices, so both retrievers see the same thing."""
-    head = f"File: {path}"
-    if title and title.strip() and title.strip() != Path(path).stem:
-        head += f"\nTitle: {title.strip()}"
-    return f"{head}\n{summary.strip()}"
 
 
 @dataclass
@@ -136,7 +125,7 @@ class SummaryCorpus(Protocol):
         ...
 
     def bm25_evidence(self) -> DocumentEvidence:
-        """BM25 over every document's summary and nodes (see docsum.query.evidence)."""
+        """BM25 over every document's summary and nodes (see docsum.store.evidence)."""
         ...
 
 
@@ -170,7 +159,7 @@ class EntryCorpus:
 
     def bm25_evidence(self) -> DocumentEvidence:
         """Entries carry no nodes: the evidence is their summaries alone."""
-        from docsum.query.evidence import DocumentEvidence
+        from docsum.store.evidence import DocumentEvidence
 
         if self._evidence is None:
             self._evidence = DocumentEvidence.from_texts(
@@ -240,7 +229,7 @@ async def retrieve_by_embedding(
     floor: float | None = None,
 ) -> Retrieval:
     """The `top_k` best-scored documents that score above zero and reach
-    `floor` (see docsum.query.abstain.relevance_floor): top_k is a maximum, not a
+    `floor` (see docsum.models.abstain.relevance_floor): top_k is a maximum, not a
     quota. Summaries are read for the `keep` best only (None: all), which are
     the candidates reported."""
     corpus = as_corpus(entries)
@@ -348,7 +337,7 @@ def _kept_candidates(
 
 def _relative(floor: float | None) -> float | None:
     """The relative floor that goes with a share floor (none without a floor)."""
-    from docsum.query.abstain import RELATIVE_COVERAGE_FLOOR
+    from docsum.models.abstain import RELATIVE_COVERAGE_FLOOR
 
     return None if floor is None else RELATIVE_COVERAGE_FLOOR
 
@@ -356,9 +345,9 @@ def _relative(floor: float | None) -> float | None:
 def _held_together(found: Retrieval, evidence: DocumentEvidence, query: str, floor: float | None) -> Retrieval:
     """Nothing chosen when the chosen documents together hold less of the
     question than the joint floor that goes with `floor`
-    (docsum.query.abstain.joint_floor): each may pass the floor on a word or
+    (docsum.models.abstain.joint_floor): each may pass the floor on a word or
     two while none holds what the question is about."""
-    from docsum.query.abstain import joint_floor
+    from docsum.models.abstain import joint_floor
 
     least = joint_floor(floor)
     if least is None or not found.chosen:

@@ -10,13 +10,11 @@ is the only form of it that is ever printed or stored.
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
-from docsum.sanitize import mask_url, url_credentials, url_query_secrets
 from docsum.store.records import CallRow, DocumentRecord, NodeRecord, StoredFile, StoredVersion
 from docsum.store.vectors import VectorChanges
 
@@ -24,38 +22,6 @@ if TYPE_CHECKING:  # annotations only: the CLI imports this module for every com
     import numpy as np
 
     from docsum.store.pgvector import ServerSearch
-
-StoreLocation = Path | str
-
-_PG_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres(location: StoreLocation) -> bool:
-    """Whether `location` names a PostgreSQL store (a connection URL)."""
-    return isinstance(location, str) and location.strip().lower().startswith(_PG_SCHEMES)
-
-
-def display_location(location: StoreLocation) -> str:
-    """`location` fit for output: a connection URL's password (and any
-    credential-like parameter, such as libpq's `sslpassword`) replaced by ***,
-    by the same rule as every URL docsum prints (docsum.sanitize.mask_url)."""
-    text = str(location)
-    return mask_url(text) if is_postgres(location) else text
-
-
-def location_secrets(location: StoreLocation) -> list[str]:
-    """The passwords inside a connection URL, as typed and percent-decoded
-    (a driver's error may echo either), for the CLI's output redaction."""
-    if not is_postgres(location):
-        return []
-    text = str(location).strip()
-    secrets: list[str] = []
-    credentials = url_credentials(text)
-    if credentials and credentials[1]:
-        typed = urllib.parse.urlsplit(text).netloc.rpartition("@")[0].partition(":")[2]
-        secrets += [typed, credentials[1]]
-    secrets += url_query_secrets(text)
-    return list(dict.fromkeys(s for s in secrets if s))
 
 
 class ClosesOnExit:
@@ -142,24 +108,3 @@ class DocumentStore(Protocol):
     def get_meta(self, key: str, default: Any = None) -> Any: ...
     def set_meta(self, key: str, value: Any) -> None: ...
     def integrity_ok(self) -> bool: ...
-
-
-def open_store(location: StoreLocation, *, create: bool = True, readonly: bool = False) -> DocumentStore:
-    """Open the store at `location` (a path or a postgresql:// URL); see Store.open
-    for create/readonly. psycopg is imported only here, only for PostgreSQL."""
-    if is_postgres(location):
-        from docsum.store.postgres import PostgresStore
-
-        return PostgresStore.open(str(location), create=create, readonly=readonly)
-    from docsum.store.sqlite import Store  # not at the top: sqlite builds on this module
-
-    return Store.open(Path(location), create=create, readonly=readonly)
-
-
-def store_exists(location: StoreLocation) -> bool:
-    """Whether a docsum store is at `location` (for PostgreSQL: its tables exist)."""
-    if is_postgres(location):
-        from docsum.store.postgres import PostgresStore
-
-        return PostgresStore.exists(str(location))
-    return Path(location).exists()

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from docsum.errors import ConfigError, DocsumError, StoreVersionError
-from docsum.store.base import display_location, location_secrets
+from docsum.locations import display_location, location_secrets
 from docsum.store.pgvector import SEARCH_PATH_SQL
 from docsum.store.tables import V1_TABLES
 

@@ -42,9 +42,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from docsum.errors import DocsumError, StoreVersionError
+from docsum.locations import display_location
 from docsum.paths import data_dir
 from docsum.store import pgclaims, pgschema, pgvector
-from docsum.store.base import display_location
 from docsum.store.pgschema import driver_errors
 from docsum.store.records import StoredVersion, decode_embedding
 from docsum.store.sqlbase import Executor, SqlStore

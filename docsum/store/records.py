@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from docsum.store.tables import DOCUMENTS, NODES
@@ -254,3 +255,14 @@ def node_from_row(row: Sequence[Any]) -> NodeRecord:
         pages=tuple(int(p) for p in json.loads(pages)),
         token_count=token_count,
     )
+
+
+def summary_index_text(path: str, title: str, summary: str) -> str:
+    """What represents a document at retrieval time: its file name and title
+    travel with the summary (file names such as `2023_Q3_AAPL.txt` carry facts
+    a summary may leave out). Used both to embed at build time and to show the
+    LLM its choices, so both retrievers see the same thing."""
+    head = f"File: {path}"
+    if title and title.strip() and title.strip() != Path(path).stem:
+        head += f"\nTitle: {title.strip()}"
+    return f"{head}\n{summary.strip()}"

@@ -17,14 +17,14 @@ from typing import Any
 
 from docsum.errors import ConfigError
 from docsum.models.llm import LLM
-from docsum.query.synthesizers.accumulate import Accumulate, CompactAndAccumulate
-from docsum.query.synthesizers.base import ANSWER_OPTIONS, AnswerOptions, BaseSynthesizer, LLMSynthesizer, ProgressFn
-from docsum.query.synthesizers.compact import CompactAndRefine
-from docsum.query.synthesizers.no_text import ContextOnly, NoText
-from docsum.query.synthesizers.refine import Refine
-from docsum.query.synthesizers.simple_summarize import SimpleSummarize
-from docsum.query.synthesizers.tree_summarize import TreeSummarize
 from docsum.schema import ResponseMode
+from docsum.synthesizers.accumulate import Accumulate, CompactAndAccumulate
+from docsum.synthesizers.base import ANSWER_OPTIONS, AnswerOptions, BaseSynthesizer, LLMSynthesizer, ProgressFn
+from docsum.synthesizers.compact import CompactAndRefine
+from docsum.synthesizers.no_text import ContextOnly, NoText
+from docsum.synthesizers.refine import Refine
+from docsum.synthesizers.simple_summarize import SimpleSummarize
+from docsum.synthesizers.tree_summarize import TreeSummarize
 
 ENTRY_POINT_GROUP = "docsum.synthesizers"
 

@@ -14,7 +14,7 @@ from typing import Any
 from docsum.lazyre import LazyPattern
 from docsum.models.llm import closing_stream
 from docsum.models.prompts import PromptTemplate, structured
-from docsum.query.synthesizers.base import LLMSynthesizer, NotSatisfied
+from docsum.synthesizers.base import LLMSynthesizer, NotSatisfied
 
 # Meta-answers: refine outputs that talk about the refining instead of answering.
 # Narrowed (was: any "new information" / "remains unchanged"), because those

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from docsum.models.llm import closing_stream
-from docsum.query.synthesizers.base import LLMSynthesizer
+from docsum.synthesizers.base import LLMSynthesizer
 
 ACCUMULATE_SEPARATOR = "\n" + "-" * 21 + "\n"
 

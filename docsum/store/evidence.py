@@ -14,7 +14,7 @@ until the stored documents change, and a build brings it up to date when it
 ends (`refresh_evidence`), so the first question after a build costs what
 every later one does. It is written in bounded memory, and an update takes
 the postings of unchanged documents from the kept index instead of cutting
-their text into terms again (docsum.query.bm25disk). The store reports each document's version
+their text into terms again (docsum.store.bm25disk). The store reports each document's version
 (content hash, split and summary settings, update time) without reading any
 text, and the index records the versions it was built from. When that
 directory cannot be written (a read-only folder) the index is built in memory
@@ -44,8 +44,9 @@ import numpy as np
 
 from docsum.lexical import terms
 from docsum.paths import replaced_atomically
-from docsum.query.bm25 import BM25_B, BM25_K1, BM25_METHOD, INDEX_META_FILE, BM25Index
-from docsum.query.bm25disk import IndexWriter, can_update_from, index_terms, old_postings, read_all
+from docsum.store.bm25 import BM25_B, BM25_K1, BM25_METHOD, INDEX_META_FILE, BM25Index
+from docsum.store.bm25disk import IndexWriter, can_update_from, index_terms, old_postings, read_all
+from docsum.store.records import summary_index_text
 
 if TYPE_CHECKING:
     from docsum.store.base import DocumentStore
@@ -133,7 +134,7 @@ class DocumentEvidence:
         words (each weighted by its IDF over the documents) that occur in the
         document's summary or nodes: 1.0 holds every word, 0 none. Unlike a
         BM25 score this is comparable across questions, which is what a
-        relevance floor needs (docsum.query.abstain). A word no document holds
+        relevance floor needs (docsum.models.abstain). A word no document holds
         ("unladen swallow") weighs as much as the rarest word and lowers every
         document's share.
         A question without content words covers everything (1.0)."""
@@ -297,12 +298,10 @@ READ_DOCUMENTS = 500
 
 
 def _update(store: DocumentStore, where: Path, state: _State) -> None:
-    """Write the index for `state` in bounded memory (docsum.query.bm25disk):
+    """Write the index for `state` in bounded memory (docsum.store.bm25disk):
     the postings of documents whose version the kept index already holds
     are taken from it, the others' summaries and nodes are read and cut into
     terms, a few hundred documents at a time."""
-    from docsum.query.retrieve import summary_index_text
-
     ids = state.doc_ids
     digests = np.asarray([_version_digest(d, v) for d, v in state.versions], dtype="S32")
     where.mkdir(mode=0o700, parents=True, exist_ok=True)  # a pgvector store may have no cache folder yet
@@ -405,8 +404,6 @@ class _Previous:
 
 def _in_memory(store: DocumentStore, ids: list[str]) -> DocumentEvidence:
     """The index of the documents `ids`, built in memory for one command."""
-    from docsum.query.retrieve import summary_index_text
-
     docs = {d.doc_id: d for d in store.get_documents(ids)}
     ids = [d for d in ids if d in docs]
     nodes = store.nodes_for(ids)

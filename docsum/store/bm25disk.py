@@ -1,7 +1,7 @@
 """A BM25 index written to disk in bounded memory, and updated from its
 previous version.
 
-`bm25s` (docsum.query.bm25) indexes a list of texts held in memory: every
+`bm25s` (docsum.store.bm25) indexes a list of texts held in memory: every
 text's terms, then a matrix of every (term, text) pair. For the summaries
 and nodes of 100,000 documents that peaked at 2 GB. `IndexWriter` produces
 the same matrix (same arithmetic, same files as `BM25Index.save`) without
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from docsum.query.bm25 import BM25_B, BM25_K1, SortedTerms, staged_index
+from docsum.store.bm25 import BM25_B, BM25_K1, SortedTerms, staged_index
 
 # Postings held before they are sorted into a run on disk (12 bytes each).
 RUN_POSTINGS = 1 << 20

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from docsum.models.prompts import PromptTemplate
-from docsum.query.synthesizers.base import LLMSynthesizer
+from docsum.synthesizers.base import LLMSynthesizer
 
 log = logging.getLogger("docsum")
 

@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 from docsum.errors import ConfigError
 from docsum.models.llm import LLM, recording_calls, track_calls
 from docsum.models.prompts import REFINE_PROMPT, TEXT_QA_PROMPT, TREE_SUMMARIZE_PROMPT, PromptTemplate
-from docsum.query.budget import PromptBudget
 from docsum.schema import NodeWithScore, Response, ResponseStatus
+from docsum.synthesizers.budget import PromptBudget
 
 log = logging.getLogger("docsum")
 
@@ -140,10 +140,10 @@ class BaseSynthesizer:
 
     def passages(self, nodes: list[NodeWithScore]) -> list[str]:
         """The text chunks `get_response` receives for these nodes: numbered
-        for citation (docsum.query.citations) when `numbered_passages` is on,
+        for citation (docsum.citations) when `numbered_passages` is on,
         as `docsum ask` sets it for every mode; as given otherwise."""
         if self.numbered_passages:
-            from docsum.query.citations import number_passages
+            from docsum.citations import number_passages
 
             return number_passages(nodes)
         return [n.node.text for n in nodes]

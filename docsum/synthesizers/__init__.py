@@ -6,8 +6,8 @@ context_only), their shared base, and the registry that resolves a mode
 name, a `docsum.synthesizers` entry point or `module:Class` into one.
 """
 
-from docsum.query.synthesizers.accumulate import ACCUMULATE_SEPARATOR, Accumulate, CompactAndAccumulate
-from docsum.query.synthesizers.base import (
+from docsum.synthesizers.accumulate import ACCUMULATE_SEPARATOR, Accumulate, CompactAndAccumulate
+from docsum.synthesizers.base import (
     ANSWER_OPTIONS,
     EMPTY_ANSWER_REASON,
     AnswerOptions,
@@ -16,18 +16,18 @@ from docsum.query.synthesizers.base import (
     NotSatisfied,
     iter_tokens,
 )
-from docsum.query.synthesizers.compact import CompactAndRefine
-from docsum.query.synthesizers.no_text import ContextOnly, NoText
-from docsum.query.synthesizers.refine import Refine, guard_refine_stream, is_meta_answer, parse_structured
-from docsum.query.synthesizers.registry import (
+from docsum.synthesizers.compact import CompactAndRefine
+from docsum.synthesizers.no_text import ContextOnly, NoText
+from docsum.synthesizers.refine import Refine, guard_refine_stream, is_meta_answer, parse_structured
+from docsum.synthesizers.registry import (
     BUILTIN_MODES,
     ENTRY_POINT_GROUP,
     Mode,
     get_response_synthesizer,
     resolve_mode,
 )
-from docsum.query.synthesizers.simple_summarize import SimpleSummarize
-from docsum.query.synthesizers.tree_summarize import MAX_TREE_DEPTH, TreeSummarize
+from docsum.synthesizers.simple_summarize import SimpleSummarize
+from docsum.synthesizers.tree_summarize import MAX_TREE_DEPTH, TreeSummarize
 
 __all__ = [
     "ACCUMULATE_SEPARATOR",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from docsum.query.synthesizers.base import BaseSynthesizer
+from docsum.synthesizers.base import BaseSynthesizer
 
 
 class NoText(BaseSynthesizer):

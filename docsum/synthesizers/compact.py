@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from docsum.query.synthesizers.refine import Refine
+from docsum.synthesizers.refine import Refine
 
 
 class CompactAndRefine(Refine):

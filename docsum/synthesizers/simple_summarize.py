@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from docsum.query.synthesizers.base import LLMSynthesizer
+from docsum.synthesizers.base import LLMSynthesizer
 
 log = logging.getLogger("docsum")
 
