@@ -12,7 +12,7 @@ import pytest
 from fakeopenai import FakeOpenAI
 from helpers import kind_of, llm_args, make_docs, run_cli
 
-from docsum.query.synthesizers import BUILTIN_MODES
+from docsum.synthesizers import BUILTIN_MODES
 
 # A window so small that every mode that can split its work does.
 SMALL = ["--context-window", "600", "--max-output-tokens", "200"]
