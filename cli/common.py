@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from docsum.errors import DocsumError, ExitCode, Interrupted
+from docsum.errors import DocsumError, ExitCode, Interrupted, one_line
+from docsum.sanitize import scrub
 from docsum.settings import EVERY_COMMAND, Setting, for_command
 
 from .env import Environment, configure_logging
@@ -175,7 +176,9 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
             where = f": {exc.filename}" if exc.filename else ""
             message = f"{exc.strerror.lower()}{where}"
         else:
-            message = f"store: {exc}"
+            # One line, and never the value sqlite3 quotes after "with text"
+            # (a document's own text, when a read met damaged text).
+            message = f"store: {one_line(str(exc).split(' with text ', 1)[0])}"
         env.error(f"docsum: error: {message}")
         code, failure = ExitCode.ERROR, (type(exc).__name__, message)
     except Exception as exc:  # a bug: one line by default, the traceback with -v
@@ -189,9 +192,11 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
         logger.handlers[:], logger.propagate, logger.level = saved[0], saved[1], saved[2]
         warnings.showwarning = shown_warnings
     if flags.get("json") and failure is not None and not env.wrote_stdout:
-        # With --json every outcome is one JSON document on stdout.
+        # With --json every outcome is one JSON document on stdout. The message
+        # is as scrubbed as the stderr line: it is the same library text.
+        message = scrub(failure[1], env.secrets)
         with contextlib.suppress(OSError, ValueError):
-            env.out_json({"error": {"exit_code": int(code), "type": failure[0], "message": failure[1]}})
+            env.out_json({"error": {"exit_code": int(code), "type": failure[0], "message": message}})
     if code:
         raise typer.Exit(int(code))
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # rich is imported only when something is drawn on a terminal
     from rich.console import Console
 
 from docsum.errors import one_line
-from docsum.sanitize import Redactor, StreamRedactor, clean_json_text, clean_text
+from docsum.sanitize import Redactor, StreamRedactor, clean_json_text, clean_text, scrub
 
 
 @dataclass
@@ -60,6 +60,14 @@ class Environment:
         """`text` as it may be printed: secrets replaced, nothing that could
         act on a terminal (escape sequences, control characters)."""
         return clean_text(self.secrets.redact(text))
+
+    def scrubbed(self, text: str) -> str:
+        """A message for stderr (an error, a warning, progress): the known
+        secrets and any secret a library's message spells out
+        (docsum.sanitize.scrub) replaced, nothing that acts on a terminal.
+        Results on stdout get redact() only: scrub's forms could be a
+        document's own words."""
+        return clean_text(scrub(text, self.secrets))
 
     def out(self, text: str = "") -> None:
         self.wrote_stdout = True
@@ -110,11 +118,11 @@ class Environment:
     def info(self, text: str) -> None:
         """Progress and notes: stderr, silenced by -q."""
         if not self.quiet:
-            self.stderr.write(self.redact(text) + "\n")
+            self.stderr.write(self.scrubbed(text) + "\n")
             self.stderr.flush()
 
     def error(self, text: str) -> None:
-        self.stderr.write(self.redact(text) + "\n")
+        self.stderr.write(self.scrubbed(text) + "\n")
         self.stderr.flush()
 
     def show_warning(

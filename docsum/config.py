@@ -240,7 +240,7 @@ def store_location(settings: Settings) -> StoreLocation:
     """The store a command uses, by one rule for every command: --store, else
     --index NAME, else $DOCSUM_STORE, else `store` in config.toml, else the
     index "default". (A postgresql:// URL stays a string: Path would fold its "//".)"""
-    from docsum.locations import is_postgres
+    from docsum.locations import check_location, is_postgres
 
     if settings.store and settings.given("store"):
         chosen = str(settings.store)
@@ -251,7 +251,10 @@ def store_location(settings: Settings) -> StoreLocation:
         chosen = str(settings.store)
     else:
         return index_store_path("default")
-    return chosen.strip() if is_postgres(chosen) else Path(chosen).expanduser()
+    if is_postgres(chosen):
+        check_location(chosen.strip())
+        return chosen.strip()
+    return Path(chosen).expanduser()
 
 
 def engine_choice(settings: Settings) -> str:

@@ -112,3 +112,8 @@ def os_reason(exc: OSError) -> str:
         # Creating a folder (or a file below one) where a file stands.
         return "a file is in the way: not a folder"
     return one_line(exc.strerror or str(exc) or type(exc).__name__, 80).lower()
+
+
+class StoreDamagedError(DocsumError):
+    """Part of the store cannot be read (a bit flip, a truncated file); the
+    message names the documents concerned and what the next build does."""

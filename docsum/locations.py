@@ -1,14 +1,15 @@
-"""Where a store is: a file path or a `postgresql://` connection URL, and the
+"""Where a store is: a file path or a PostgreSQL connection string (a
+`postgresql://` URL or libpq's keyword=value words), and the
 forms of it that may be shown. The URL may carry a password, so everything
 that prints or stores a location goes through `display_location`; the CLI
 redacts `location_secrets` from any error text a driver returns."""
 
 from __future__ import annotations
 
-import urllib.parse
 from pathlib import Path
 
-from docsum.sanitize import mask_url, url_credentials, url_query_secrets
+from docsum.conninfo import check_conninfo, is_conninfo
+from docsum.sanitize import connection_secrets, scrub
 
 StoreLocation = Path | str
 
@@ -16,28 +17,30 @@ _PG_SCHEMES = ("postgresql://", "postgres://")
 
 
 def is_postgres(location: StoreLocation) -> bool:
-    """Whether `location` names a PostgreSQL store (a connection URL)."""
-    return isinstance(location, str) and location.strip().lower().startswith(_PG_SCHEMES)
+    """Whether `location` names a PostgreSQL store (a connection URL or a
+    keyword=value connection string, docsum.conninfo)."""
+    if not isinstance(location, str):
+        return False
+    return location.strip().lower().startswith(_PG_SCHEMES) or is_conninfo(location)
+
+
+def check_location(location: StoreLocation) -> None:
+    """Refuse (exit 2) a keyword=value connection string libpq would not
+    take, before anything is opened or created."""
+    if isinstance(location, str) and is_conninfo(location):
+        check_conninfo(location)
 
 
 def display_location(location: StoreLocation) -> str:
-    """`location` fit for output: a connection URL's password (and any
+    """`location` fit for output: a connection string's password (and any
     credential-like parameter, such as libpq's `sslpassword`) replaced by ***,
-    by the same rule as every URL docsum prints (docsum.sanitize.mask_url)."""
+    by the same rule as every message docsum prints (docsum.sanitize.scrub)."""
     text = str(location)
-    return mask_url(text) if is_postgres(location) else text
+    return scrub(text) if is_postgres(location) else text
 
 
 def location_secrets(location: StoreLocation) -> list[str]:
-    """The passwords inside a connection URL, as typed and percent-decoded
-    (a driver's error may echo either), for the CLI's output redaction."""
-    if not is_postgres(location):
-        return []
-    text = str(location).strip()
-    secrets: list[str] = []
-    credentials = url_credentials(text)
-    if credentials and credentials[1]:
-        typed = urllib.parse.urlsplit(text).netloc.rpartition("@")[0].partition(":")[2]
-        secrets += [typed, credentials[1]]
-    secrets += url_query_secrets(text)
-    return list(dict.fromkeys(s for s in secrets if s))
+    """The passwords inside a connection string, as typed and decoded (a
+    driver's error may echo either), for the output redaction; found also in
+    a string that does not parse (docsum.sanitize.connection_secrets)."""
+    return connection_secrets(str(location).strip()) if is_postgres(location) else []

@@ -241,3 +241,72 @@ def credential_secrets(api_key: str | None, base_url: str | None) -> list[str]:
         secrets += [password, base64.b64encode(f"{user}:{password}".encode()).decode("ascii")]
     secrets += [s for s in url_query_secrets(base_url) if s not in secrets]
     return secrets
+
+
+# ---------------------------------------------------------------- library messages
+
+# A URL anywhere in a message, up to the first character that cannot be part
+# of one as a library quotes it (space, quote, backslash of a JSON escape).
+_URL_IN_TEXT = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s\"'<>\\]+")
+# A user part with a password, where the URL around it does not parse (libpq
+# quotes a malformed URL whole): "scheme://user:password@".
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s/?#@:\"'\\]*):[^\s\"'\\]*@")
+# A value as libpq's keyword=value strings write it: 'quoted, with \' escapes' or one word.
+_WORD_VALUE = r"(?:'(?:[^'\\]|\\.)*'|[^\s'\"&,;)]+)"
+# Keyword forms of a credential: libpq's `password=` and `sslpassword=`, and
+# the API keys and tokens of HTTP clients' messages.
+_KEYWORD_SECRET = re.compile(
+    rf"(?i)(?<![\w-])((?:ssl)?password|passwd|pwd|api[_-]?key|access[_-]?token|client[_-]?secret)(\s*=\s*){_WORD_VALUE}"
+)
+# An Authorization header (or an API-key header) as an HTTP library prints
+# one: `Authorization: Bearer sk-…`, `'authorization': 'Basic …'`.
+_HEADER_SECRET = re.compile(
+    r"(?i)\b((?:proxy-)?authorization|x-api-key|api-key)(['\"]?\s*:\s*['\"]?)(?:(bearer|basic|token)\s+)?[^\s'\",}]+"
+)
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/-]{8,}=*")
+
+
+def scrub(text: str, known: Redactor | None = None) -> str:
+    """A message from a library (libpq, psycopg, httpx, openai, sqlite), or
+    anything else about to be printed, stored or returned, with every secret
+    replaced by ***: the `known` ones (the API key, the store's password), and
+    any written in a form that says it is one (a URL's password or credential
+    parameter, `password=…` of a connection string, an Authorization header),
+    known or not. The one function every exit path calls (the CLI's stderr and
+    JSON error, `config show`, stored failures, eval reports, MCP tool errors)."""
+    if not text:
+        return text
+    if known:
+        text = known.redact(text)
+    if "://" in text:
+        text = _USERINFO.sub(rf"\1:{REDACTED}@", text)
+        text = _URL_IN_TEXT.sub(lambda m: mask_url(m.group()), text)
+    if "=" in text:
+        text = _KEYWORD_SECRET.sub(rf"\1\2{REDACTED}", text)
+    text = _HEADER_SECRET.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}{(m.group(3) or '') and m.group(3) + ' '}{REDACTED}", text
+    )
+    return _BEARER.sub(rf"\1 {REDACTED}", text)
+
+
+def conninfo_value(raw: str) -> str:
+    """A keyword=value connection string's value as libpq reads it: quotes
+    removed, backslash escapes undone."""
+    if len(raw) >= 2 and raw[0] == raw[-1] == "'":
+        return re.sub(r"\\(.)", r"\1", raw[1:-1])
+    return raw
+
+
+def connection_secrets(location: str) -> list[str]:
+    """The passwords in a connection string, URL or keyword=value form, as
+    typed and as decoded (a driver's message may echo either), found without
+    parsing the whole string: a malformed one is exactly what a driver quotes."""
+    secrets: list[str] = []
+    for match in re.finditer(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s/?#@:]*:([^\s]*)@", location):
+        typed = match.group(1)
+        secrets += [typed, urllib.parse.unquote(typed)]
+    for match in _KEYWORD_SECRET.finditer(location):
+        typed = match.group(0)[match.end(2) - match.start(0) :]
+        secrets += [typed, conninfo_value(typed), urllib.parse.unquote_plus(typed)]
+    secrets += url_query_secrets(location) if "://" in location else []
+    return list(dict.fromkeys(s for s in secrets if s))

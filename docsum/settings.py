@@ -282,7 +282,8 @@ SETTINGS: tuple[Setting, ...] = (
         "store",
         text("TEXT"),
         None,
-        "Store file, or a postgresql:// URL for a store shared by a team (default: $DOCSUM_STORE, else the named index).",
+        "Store file, or a PostgreSQL connection string (a postgresql:// URL or libpq's host=… dbname=… words) "
+        "for a store shared by a team (default: $DOCSUM_STORE, else the named index).",
         _ALL,
         ("DOCSUM_STORE",),
         True,

@@ -71,29 +71,23 @@ def shared_dir() -> Iterator[Path]:
 # --------------------------------------------------------------------------- PostgreSQL
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[object]:
-    """One throwaway PostgreSQL server for the session (tests/pgserver.py).
-
-    Skips with the reason when no PostgreSQL binaries or no psycopg are found;
-    with DOCSUM_REQUIRE_POSTGRES=1 (CI) that is a failure instead."""
+def _throwaway_server(bindir: Path | None, missing: str, required_by: str) -> Iterator[object]:
+    """A started server from `bindir` for the session, stopped after it. Skips
+    saying `missing` (or that psycopg is) when it cannot run; with the
+    environment variable `required_by` set to 1 (CI) that is a failure."""
     import os
 
-    from pgserver import PostgresServer, find_bindir
+    from pgserver import PostgresServer
 
-    required = os.environ.get("DOCSUM_REQUIRE_POSTGRES") == "1"
-    problem = ""
-    bindir = find_bindir()
-    if bindir is None:
-        problem = "no PostgreSQL binaries (initdb) found: set DOCSUM_PG_BINDIR or install postgresql"
-    else:
+    problem = missing if bindir is None else ""
+    if not problem:
         try:
             import psycopg  # noqa: F401
         except ImportError:
             problem = "psycopg is not installed: pip install -e '.[test]'"
     if problem:
-        if required:
-            pytest.fail(f"DOCSUM_REQUIRE_POSTGRES=1 but {problem}")
+        if os.environ.get(required_by) == "1":
+            pytest.fail(f"{required_by}=1 but {problem}")
         pytest.skip(problem)
     assert bindir is not None
     server = PostgresServer(bindir, in_memory=True)
@@ -102,6 +96,27 @@ def pg_server() -> Iterator[object]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """One throwaway PostgreSQL server for the session (tests/pgserver.py), from
+    Debian's packages or $DOCSUM_PG_BINDIR (DOCSUM_REQUIRE_POSTGRES=1: never a skip)."""
+    from pgserver import find_bindir
+
+    missing = "no PostgreSQL binaries (initdb) found: set DOCSUM_PG_BINDIR or install postgresql"
+    yield from _throwaway_server(find_bindir(), missing, "DOCSUM_REQUIRE_POSTGRES")
+
+
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[object]:
+    """A second throwaway server, one whose PostgreSQL has pgvector: the
+    `pgserver` wheel's (tests/pgserver.py::pgvector_bindir), which the test
+    extra installs (DOCSUM_REQUIRE_PGVECTOR=1: never a skip)."""
+    from pgserver import pgvector_bindir
+
+    missing = "no PostgreSQL with pgvector: pip install -e '.[test]' (the pgserver wheel)"
+    yield from _throwaway_server(pgvector_bindir(), missing, "DOCSUM_REQUIRE_PGVECTOR")
 
 
 @pytest.fixture

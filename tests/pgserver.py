@@ -6,11 +6,17 @@ the `postgres` system user (Debian's packages create it), otherwise as whoever
 runs the tests. The binaries come from $DOCSUM_PG_BINDIR, else `pg_config
 --bindir` on PATH, else the newest /usr/lib/postgresql/N/bin (Debian keeps
 them off PATH).
+
+The pgvector tests need a server with the `vector` extension, which Debian's
+packages here lack: `pgvector_bindir` finds the PostgreSQL 16 (with pgvector
+0.6.2) that the `pgserver` wheel ships among its files. Only its binaries are
+used, started the same way as any other; its Python API is never imported.
 """
 
 from __future__ import annotations
 
 import glob
+import importlib.metadata
 import os
 import pwd
 import shutil
@@ -42,6 +48,23 @@ def find_bindir() -> Path | None:
         key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0,
     )
     return Path(found[-1]).parent if found else None
+
+
+def pgvector_bindir() -> Path | None:
+    """The binaries of the `pgserver` wheel's PostgreSQL, which has pgvector
+    (`pginstall/bin`, `pginstall/lib/postgresql/vector.so`); None when the
+    wheel is not installed or lacks them. Found through the installed
+    distribution's files, not by importing: this module is `pgserver` too."""
+    named = os.environ.get("DOCSUM_PGVECTOR_BINDIR")
+    if named:
+        return Path(named) if (Path(named) / "initdb").exists() else None
+    try:
+        install = Path(str(importlib.metadata.distribution("pgserver").locate_file("pgserver/pginstall")))
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if (install / "bin" / "initdb").exists() and (install / "lib" / "postgresql" / "vector.so").exists():
+        return install / "bin"
+    return None
 
 
 def _scratch_dir() -> str | None:

@@ -43,8 +43,15 @@ async def run_gated(works: list[Work], gate: asyncio.Semaphore, one: Callable[[W
         if raised:
             raise raised[0]
     finally:
-        for task in running:
+        for task in list(running):
             task.cancel()
+        # Wait for them to end before the caller closes the store: a task
+        # cancelled but not awaited runs its cleanup (releasing a claim) at
+        # interpreter shutdown, against a closed store, and asyncio prints
+        # each one's traceback ("unhandled exception during asyncio.run()
+        # shutdown"). What they raise now adds nothing to the first error.
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
 
 
 class StoredElsewhere:

@@ -47,7 +47,7 @@ from docsum.models.replies import (
 )
 from docsum.models.tokens import tokenizer_for_model
 from docsum.models.transport import deadline_client
-from docsum.sanitize import Redactor, credential_secrets, mask_url, url_credentials, url_without_credentials
+from docsum.sanitize import Redactor, credential_secrets, mask_url, scrub, url_credentials, url_without_credentials
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, Limits, default
 
@@ -177,15 +177,22 @@ class OpenAILLM(LLM):
         # cut cannot leave a prefix of the key behind.
         return self._secrets.redact(text)
 
+    def _message(self, text: str) -> str:
+        # An error's text is the HTTP library's or the server's: besides the
+        # known secrets, any it spells out (a proxy's echoed Authorization
+        # header, a redirect URL with a password) goes (docsum.sanitize.scrub).
+        # Not for answers: those forms may be a document's own words.
+        return scrub(text, self._secrets)
+
     def _scrub(self, err: LLMError) -> LLMError:
         text = str(err)
-        redacted = self._redact(text)
+        redacted = self._message(text)
         return err if redacted == text else type(err)(redacted, status=err.status)
 
     def _translate_raw(self, exc: Exception) -> LLMError:
         openai = openai_module()
         if isinstance(exc, openai.APIStatusError):
-            message = one_line(self._redact(error_message(exc)))
+            message = one_line(self._message(error_message(exc)))
             if is_context_error(exc):
                 return ContextLengthError(
                     f"prompt too long for {self.metadata.model} (docsum sized it for a "
@@ -198,7 +205,7 @@ class OpenAILLM(LLM):
                 f"LLM server {self._where()} timed out after {self.timeout:g}s (retried {self.max_retries}x)"
             )
         if isinstance(exc, openai.APIConnectionError):
-            cause = one_line(self._redact(str(exc.__cause__ or exc)))
+            cause = one_line(self._message(str(exc.__cause__ or exc)))
             if broke_off(exc.__cause__):
                 # The server was reached and began answering: "cannot reach"
                 # would send the user chasing a network problem.
@@ -206,9 +213,9 @@ class OpenAILLM(LLM):
             return LLMError(f"cannot reach LLM server {self._where()}: {cause}")
         if isinstance(exc, ValueError):  # a body that is not JSON (json.JSONDecodeError)
             return LLMError(
-                f"LLM server {self._where()} sent a malformed response (not JSON: {one_line(self._redact(str(exc)))})"
+                f"LLM server {self._where()} sent a malformed response (not JSON: {one_line(self._message(str(exc)))})"
             )
-        return LLMError(f"LLM request failed: {one_line(self._redact(str(exc)))}")
+        return LLMError(f"LLM request failed: {one_line(self._message(str(exc)))}")
 
     async def apredict(self, template: PromptTemplate, *, json_mode: bool = False, **values: Any) -> str:
         openai = openai_module()
@@ -393,7 +400,7 @@ class OpenAILLM(LLM):
                     raise self._scrub(
                         LLMError(
                             f"stream from {self._where()} broke off after {len(parts)} pieces: "
-                            f"{one_line(self._redact(str(exc.__cause__ or exc)))}"
+                            f"{one_line(self._message(str(exc.__cause__ or exc)))}"
                         )
                     ) from None
                 raise self._translate(exc) from None
@@ -406,7 +413,7 @@ class OpenAILLM(LLM):
                     ) from None
                 raise self._scrub(
                     LLMError(
-                        f"stream from {self._where()} broke off: {one_line(self._redact(str(exc))) or type(exc).__name__}"
+                        f"stream from {self._where()} broke off: {one_line(self._message(str(exc))) or type(exc).__name__}"
                     )
                 ) from None
         self._record_usage(template.kind, messages, "".join(parts), usage, time.monotonic() - started)

@@ -1,6 +1,8 @@
 """The HTTP client under the `openai` package: what docsum adds to httpx's
 own timeouts so that no server, slow or hostile, holds a request forever or
-fills memory with its reply."""
+fills memory with its reply, and the rule that a redirect never sends a
+request (its body holds the question and the documents' text) to another
+origin than the server it was written for."""
 
 from __future__ import annotations
 
@@ -74,4 +76,50 @@ def deadline_client(seconds: float, limits: Limits) -> Any:
         async def aclose(self) -> None:
             await self.inner.aclose()
 
-    return httpx2.AsyncClient(transport=DeadlineTransport(), timeout=seconds, follow_redirects=True)
+    async def refuse_other_origins(response: Any) -> None:
+        # Called for every response before httpx follows it. httpx drops only
+        # the Authorization header when a redirect leaves the origin and
+        # re-sends the body (a 307/308 keeps the method): the passages would
+        # go to whichever server the Location names.
+        if not response.has_redirect_location:
+            return
+        here = response.request.url
+        there = here.join(response.headers["location"])
+        if origin(here) != origin(there):
+            await response.aclose()
+            raise redirect_refused(response.status_code, here, there)
+
+    return httpx2.AsyncClient(
+        transport=DeadlineTransport(),
+        timeout=seconds,
+        follow_redirects=True,
+        event_hooks={"response": [refuse_other_origins]},
+    )
+
+
+def origin(url: Any) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of an httpx URL, the port filled in for the scheme."""
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return (url.scheme, url.host, url.port or default)
+
+
+def _origin_text(url: Any) -> str:
+    scheme, host, port = origin(url)
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}:{port}"
+
+
+def redirect_refused(status: int, here: Any, there: Any) -> Exception:
+    """The error for a redirect to another origin: an openai.OpenAIError, which
+    the openai client raises as it is instead of retrying (a retry would ask
+    the same server again for the same redirect)."""
+    import openai
+
+    class RedirectRefused(openai.OpenAIError):
+        pass
+
+    return RedirectRefused(
+        f"LLM server {_origin_text(here)} answered {status}, a redirect to another server ({_origin_text(there)}); "
+        "docsum never re-sends a request, with its question and passages, to another origin: "
+        "set --base-url to the server that should answer"
+    )

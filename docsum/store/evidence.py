@@ -297,22 +297,34 @@ def _version_digest(doc_id: str, version: str) -> bytes:
 READ_DOCUMENTS = 500
 
 
-def _update(store: DocumentStore, where: Path, state: _State) -> None:
+# What reading a damaged index file raises (a truncated .npy, a flipped byte
+# in a header or an offset): such an index is not carried over but made anew.
+_DAMAGED_INDEX = (OSError, ValueError, IndexError, KeyError, TypeError, UnicodeDecodeError)
+
+
+def _update(store: DocumentStore, where: Path, state: _State, reuse: bool = True) -> None:
     """Write the index for `state` in bounded memory (docsum.store.bm25disk):
     the postings of documents whose version the kept index already holds
     are taken from it, the others' summaries and nodes are read and cut into
-    terms, a few hundred documents at a time."""
+    terms, a few hundred documents at a time. A kept index whose files are
+    damaged is not used: the index is made anew from the store."""
     ids = state.doc_ids
     digests = np.asarray([_version_digest(d, v) for d, v in state.versions], dtype="S32")
     where.mkdir(mode=0o700, parents=True, exist_ok=True)  # a pgvector store may have no cache folder yet
     os.chmod(where, 0o700)  # the vocabulary of private documents
-    previous = _Previous.open(where, ids, digests)
+    previous = _Previous.open(where, ids, digests) if reuse else None
     summaries = IndexWriter(where, previous.summary_terms if previous else None)
     nodes: IndexWriter | None = None
     try:
         nodes = IndexWriter(where, previous.node_terms if previous else None)
         owners: list[np.ndarray] = []
-        next_node = previous.carry_over(summaries, nodes, owners) if previous else 0
+        try:
+            next_node = previous.carry_over(summaries, nodes, owners) if previous else 0
+        except _DAMAGED_INDEX as exc:
+            log.debug("BM25 index in %s is damaged (%s); making it anew", where, exc)
+            summaries.discard()
+            nodes.discard()
+            return _update(store, where, state, reuse=False)
         reused = previous.reused_rows() if previous else set()
         changed = [i for i in range(len(ids)) if i not in reused]
         new_owners: list[int] = []

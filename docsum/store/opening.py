@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from docsum.locations import StoreLocation, is_postgres
+from docsum.locations import StoreLocation, check_location, is_postgres
 from docsum.store.base import DocumentStore
 
 
@@ -15,6 +15,7 @@ def open_store(location: StoreLocation, *, create: bool = True, readonly: bool =
     if is_postgres(location):
         from docsum.store.postgres import PostgresStore
 
+        check_location(location)  # a keyword=value string libpq would not take: exit 2, nothing opened
         return PostgresStore.open(str(location), create=create, readonly=readonly)
     from docsum.store.sqlite import Store
 
@@ -26,5 +27,6 @@ def store_exists(location: StoreLocation) -> bool:
     if is_postgres(location):
         from docsum.store.postgres import PostgresStore
 
+        check_location(location)
         return PostgresStore.exists(str(location))
     return Path(location).exists()

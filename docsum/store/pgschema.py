@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from docsum.errors import ConfigError, DocsumError, StoreVersionError
 from docsum.locations import display_location, location_secrets
+from docsum.sanitize import Redactor, scrub
 from docsum.store.pgvector import SEARCH_PATH_SQL
 from docsum.store.tables import V1_TABLES
 
@@ -160,13 +161,11 @@ def driver_errors(url: str, what: str = "") -> Iterator[None]:
 
 
 def driver_message(url: str, exc: BaseException) -> str:
-    """A driver's message on one line, any password of `url` replaced by ***
-    (for every path that shows one: errors, warnings, `config show`)."""
+    """A driver's message on one line, scrubbed of any password of `url` and
+    of every secret written in a recognizable form (docsum.sanitize.scrub),
+    for every path that shows one: errors, warnings, `config show`."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    for secret in location_secrets(url):
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    return scrub(text, Redactor(location_secrets(url)))
 
 
 def pipeline(conn: psycopg.Connection[Any]) -> contextlib.AbstractContextManager[Any]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from docsum.sanitize import scrub
 from docsum.store.tables import DOCUMENTS, NODES
 
 if TYPE_CHECKING:  # numpy is imported where vectors are touched: listing documents needs none
@@ -182,8 +183,10 @@ def node_params(node: NodeRecord) -> tuple[Any, ...]:
 
 
 def failure_params(root: str, path: str, error: str) -> tuple[str, str, str]:
-    """A failures row's key and message as both stores hold them (see storable)."""
-    return storable(root), storable(path), storable(error)
+    """A failures row's key and message as both stores hold them (see
+    storable). The message is often a library's (an HTTP client's, a
+    parser's): scrubbed of secrets before it is kept (docsum.sanitize.scrub)."""
+    return storable(root), storable(path), storable(scrub(error))
 
 
 def call_params(call: CallRow) -> tuple[Any, ...]:

@@ -26,9 +26,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from docsum.errors import DocsumError
+from docsum.errors import DocsumError, StoreDamagedError
 from docsum.paths import private_umask
-from docsum.store import sqlite_schema
+from docsum.store import damage, sqlite_schema
 from docsum.store.records import StoredVersion, decode_embedding
 from docsum.store.sqlbase import Executor, SqlStore
 from docsum.store.vectors import VectorChange, VectorChanges, cache_path_for
@@ -170,10 +170,30 @@ class Store(SqlStore):
             conn.execute("COMMIT")
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if not damage.is_damaged_text(exc):
+                raise
+        # Text that is not UTF-8 (docsum.store.damage): set aside and named;
+        # a reader stops there, a writer reads again and rebuilds the document.
+        damage.repair(self.conn, self.path, self.readonly)
         return self.conn.execute(sql, params).fetchall()
 
     def _iter_rows(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
-        return iter(self.conn.execute(sql, params))
+        yielded = False
+        try:
+            for row in self.conn.execute(sql, params):
+                yielded = True
+                yield row
+            return
+        except sqlite3.OperationalError as exc:
+            if not damage.is_damaged_text(exc):
+                raise
+        damage.repair(self.conn, self.path, self.readonly)
+        if yielded:  # rows already given cannot be taken back: the caller starts over
+            raise StoreDamagedError(f"{self.path}: damaged text was set aside while it was being read; run again")
+        yield from self.conn.execute(sql, params)
 
     def _insert_id(self, conn: Executor, sql: str, params: Sequence[Any]) -> int:
         return int(conn.execute(sql, params).lastrowid or 0)
