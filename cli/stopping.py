@@ -14,17 +14,18 @@ committed).
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from docsum.errors import ExitCode, Interrupted
+
+if TYPE_CHECKING:  # asyncio loads with the first command that runs a coroutine, not for --help
+    import asyncio
 
 T = TypeVar("T")
 
@@ -53,21 +54,25 @@ def _exit_now(code: int, message: str) -> None:
     os._exit(code)
 
 
-class _Executor(concurrent.futures.ThreadPoolExecutor):
-    """The loop's threads for blocking work; once stopping, its shutdown does
-    not wait for a thread stuck in a system call."""
+def _executor() -> Any:
+    """The loop's threads for blocking work; once ``stopping`` is set, its
+    shutdown does not wait for a thread stuck in a system call."""
+    import concurrent.futures
 
-    stopping = False
+    class Executor(concurrent.futures.ThreadPoolExecutor):
+        stopping = False
 
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        super().shutdown(wait=wait and not self.stopping, cancel_futures=cancel_futures or self.stopping)
+        def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+            super().shutdown(wait=wait and not self.stopping, cancel_futures=cancel_futures or self.stopping)
+
+    return Executor(thread_name_prefix="docsum")
 
 
 class _Stopper:
     """What the signal handler does: cancel the command, start the clock on
     its cleanup, and end the process on a second signal."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, executor: _Executor) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, executor: Any) -> None:
         self.loop = loop
         self.executor = executor
         self.task: asyncio.Task[object] | None = None
@@ -93,7 +98,9 @@ class _Stopper:
 def run_async(coro_factory: Callable[[], Awaitable[T]]) -> T:
     """Run the command's coroutine; SIGINT and SIGTERM cancel it cleanly and
     become exit 130 / 143 (``Interrupted``) within STOP_GRACE_S, always."""
-    executor = _Executor(thread_name_prefix="docsum")
+    import asyncio
+
+    executor = _executor()
     with asyncio.Runner() as runner:
         loop = runner.get_loop()
         loop.set_default_executor(executor)
