@@ -18,6 +18,7 @@ import typer
 
 from docsum import __version__ as docsum_version
 from docsum.errors import ConfigError, DocsumError, ExitCode
+from docsum.ingest.ocr import ORIGIN_NONE, ORIGIN_OCR, PageCounts
 from docsum.sanitize import clean_name, clean_text
 from docsum.settings import ASK, BUILD, CONFIG_SHOW, REMOVE, SHOW, SUMMARIES
 from docsum.userfiles import QUESTIONS_MAX_BYTES, read_regular
@@ -36,11 +37,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # request, rich on a terminal, the evaluation code for eval.
 if TYPE_CHECKING:
     from docsum.builder.report import BuildOptions
+    from docsum.locations import StoreLocation
     from docsum.models.llm import LLM
     from docsum.query.options import AskOptions
     from docsum.query.question import Question
     from docsum.query.results import AskResult
     from docsum.store.base import DocumentStore
+    from docsum.store.records import DocumentRecord
 
 # What `docsum --help` says (the module docstring above is for developers).
 # "\b" keeps click from re-flowing the paragraph that follows it.
@@ -130,7 +133,7 @@ def build(
     return ExitCode.PARTIAL if report.counts["failed"] else ExitCode.OK
 
 
-def _check_build_calls(store_path: Path, llm: LLM, options: BuildOptions, limit: int) -> None:
+def _check_build_calls(store_path: StoreLocation, llm: LLM, options: BuildOptions, limit: int) -> None:
     """Plan the build as --dry-run does; refuse it before any call when it
     plans more than `limit` LLM calls."""
     from docsum.builder.pipeline import build as build_store
@@ -199,7 +202,7 @@ def ask(
     # terminal, with -v or --explain elsewhere; never on stdout.
     progress_to = env.info if env.verbose or explain or env.stderr_isatty else None
 
-    async def go():  # type: ignore[no-untyped-def]
+    async def go() -> AskResult:
         try:
             result = await ask_question(store_path, llm, question, options, explain=explain_to, progress=progress_to)
             streamed = result.stream is not None
@@ -351,7 +354,7 @@ def _first_line(text: str) -> str:
     return stripped.splitlines()[0] if stripped else ""
 
 
-def _find(store: DocumentStore, ref: str):  # type: ignore[no-untyped-def]
+def _find(store: DocumentStore, ref: str) -> DocumentRecord:
     from docsum.query.docref import find_documents
 
     matches = find_documents(store, ref)
@@ -390,6 +393,10 @@ def show(
         "kind": record.kind,
         "nodes": len(nodes),
         "pages": record.page_count,
+        # Each page's text origin: "t" text layer, "o" OCR, "-" unreadable ('' if not known).
+        "page_origins": record.page_origins,
+        "ocr_pages": record.page_origins.count(ORIGIN_OCR),
+        "unreadable_pages": record.page_origins.count(ORIGIN_NONE),
         "tokens": record.token_count,
         "summary_model": record.summary_model,
         "updated_at": record.updated_at,
@@ -404,6 +411,9 @@ def show(
     env.out(
         f"nodes: {len(nodes)}  pages: {record.page_count or '-'}{'  (' + str(pages[0]) + '-' + str(pages[-1]) + ')' if pages else ''}  tokens: {record.token_count}"
     )
+    read_by_ocr = PageCounts.of(record.page_origins).describe()
+    if read_by_ocr:
+        env.out(f"read: {read_by_ocr}")
     env.out("")
     env.out(record.summary)
     return ExitCode.OK

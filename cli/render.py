@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from docsum.ingest.ocr import PageCounts
 from docsum.models.llm import closing_stream
 from docsum.sanitize import clean_name, clean_text
 
 from .env import Environment
 
 if TYPE_CHECKING:  # rich only on a terminal; docsum.query and docsum.builder.pipeline come with their commands
-    from rich.progress import Progress
+    from rich.progress import Progress, TaskID
 
     from docsum.builder.report import BuildReport, FileOutcome
     from docsum.query.results import AskResult
@@ -24,7 +25,7 @@ class BuildProgress:
         self.env = env
         self.enabled = enabled and not env.quiet
         self.bar: Progress | None = None
-        self.task = None
+        self.task: TaskID | None = None
         self.calls = 0
         self.tokens = 0
         self.started = time.monotonic()
@@ -86,7 +87,8 @@ class BuildProgress:
         detail = ""
         if outcome.action in ("added", "updated", "add", "update"):
             engine = f", read with {outcome.extractor}" if outcome.extractor and self.env.verbose else ""
-            detail = f" ({outcome.nodes} nodes, {outcome.calls} LLM calls{engine})"
+            pages = PageCounts.of(outcome.page_origins).describe()
+            detail = f" ({outcome.nodes} nodes, {outcome.calls} LLM calls{engine}{'; ' + pages if pages else ''})"
         if outcome.action != "unchanged" or self.env.verbose:
             self.env.info(f"{outcome.action:<9} {clean_name(outcome.path)}{detail}")
 
@@ -140,6 +142,9 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         f"{usage['llm_calls']} LLM calls, {usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, "
         f"cost {cost_text}"
     )
+    read_by_ocr = report.page_totals.describe()
+    if read_by_ocr:
+        env.out(f"pages: {read_by_ocr}")
     if report.failures:
         env.out(f"failed (retried next run): {', '.join(sorted(clean_name(f.path) for f in report.failures))}")
     if report.skipped_files:
@@ -194,10 +199,13 @@ def source_lines(result: AskResult) -> list[str]:
     passages it was given. Pages as ranges: `pp. 12–14, 31`."""
     from docsum.citations import page_ranges
 
+    by_ocr: dict[str, set[int]] = {}
+    for src in result.sources:
+        by_ocr.setdefault(src.doc_id, set()).update(src.ocr_pages)
     if result.citations:
         lines = []
         for c in result.citations:
-            where = page_ranges(c.pages)
+            where = page_ranges(c.pages) + (" (read by OCR)" if by_ocr.get(c.doc, set()) & set(c.pages) else "")
             quote = " ".join(clean_text(c.quote).split())
             if len(quote) > MAX_QUOTE_CHARS:
                 quote = quote[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
@@ -210,6 +218,6 @@ def source_lines(result: AskResult) -> list[str]:
     paths = {src.doc_id: src.path for src in result.sources}
     lines = []
     for doc_id, used in pages.items():
-        where = page_ranges(used)
+        where = page_ranges(used) + (" (read by OCR)" if by_ocr.get(doc_id) else "")
         lines.append(f"- {clean_name(result.names.get(doc_id, paths[doc_id]))}{' ' + where if where else ''}")
     return lines

@@ -36,7 +36,8 @@ def page_ranges(pages: list[int] | tuple[int, ...]) -> str:
         return ""
     spans: list[str] = []
     start = prev = ordered[0]
-    for page in ordered[1:] + [None]:  # type: ignore[list-item]
+    following: list[int | None] = [*ordered[1:], None]  # None closes the last range
+    for page in following:
         if page is not None and page == prev + 1:
             prev = page
             continue

@@ -72,6 +72,7 @@ class Settings:
     jobs: int | None
     parse_timeout: float
     parse_memory: int
+    ocr: str
     build_max_calls: int | None
     questions: str | None
     max_calls: int
@@ -307,6 +308,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
     if embed_model == LOCAL_EMBED_MODEL:
         check_available()  # exit 2 now, not a failure per document later
     choice = engine_choice(settings)
+    llm: LLM
     if choice == "extractive":
         llm = ExtractiveLLM(
             settings.context_window, settings.max_output_tokens, limits=settings.limits, embed_model=embed_model
@@ -314,11 +316,10 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         check_window(llm.metadata.context_window, llm.metadata.num_output)
         if settings.llm != "auto":
             return llm, None
-        notice = (
+        return llm, (
             "docsum: no API key or base URL configured; using the offline extractive engine "
             "(answers are sentences quoted from your documents). Set OPENAI_API_KEY or --base-url to use a model."
         )
-        return llm, notice
     if not settings.api_key and not settings.base_url:
         raise ConfigError("--llm openai needs OPENAI_API_KEY (or DOCSUM_API_KEY) or --base-url")
     from docsum.models.openaillm import OpenAILLM
@@ -335,7 +336,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         max_retries=settings.max_retries,
     )
     check_window(llm.metadata.context_window, llm.metadata.num_output)
-    notice = None
+    notice: str | None = None
     if settings.base_url and settings.sources.get("model") == "default":
         # A local server has its own model names: say what is being asked
         # for rather than send OpenAI's default name in silence.
@@ -361,6 +362,7 @@ def build_options(settings: Settings, paths: list[Path]) -> BuildOptions:
         wait_seconds=settings.wait,
         parse_timeout_s=settings.parse_timeout,
         parse_memory_mb=settings.parse_memory,
+        ocr=settings.ocr,
         limits=settings.limits,
         max_calls=settings.build_max_calls,
     )

@@ -46,7 +46,7 @@ class DocumentSummaryIndex:
         """Remove a document by id or stored path; False if it is not there."""
         with open_store(self.store_path) as store:
             record = store.get_document(doc)
-            return bool(record) and store.remove_document(record.doc_id)
+            return record is not None and store.remove_document(record.doc_id)
 
     def get_document_summary(self, doc: str) -> str:
         with open_store(self.store_path, create=False, readonly=True) as store:

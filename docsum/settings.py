@@ -436,6 +436,15 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("parse_memory", whole(128, 1 << 20), 3072, "Memory limit in MB of each file-reading process.", _BUILD),
     Setting(
+        "ocr",
+        choice("auto", "off", "force"),
+        "auto",
+        "OCR (needs docsum[ocr]): auto reads pages without a text layer and images; off never; force every page.",
+        _BUILD,
+        ("DOCSUM_OCR",),
+        True,
+    ),
+    Setting(
         "build_max_calls",
         whole(1),
         None,

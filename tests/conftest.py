@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 import shutil
 import socket
 import sys
@@ -138,3 +140,75 @@ def offline_sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     sample = Path(__file__).resolve().parents[1] / "sample_data" / "docs"
     asyncio.run(build(store, ExtractiveLLM(), BuildOptions(paths=[sample])))
     return store
+
+
+# --------------------------------------------------------------------------- the `process` marker
+# Tests that start another program (a CLI subprocess, a Python interpreter,
+# PostgreSQL, a user switch through setpriv) or a server (FakeOpenAI and the
+# other loopback servers) are marked `process`; `pytest -m "not process"` is
+# the quick loop (CONTRIBUTING.md). The build's own parse workers do not count:
+# every build starts them, and they are what is being tested.
+#
+# A test is marked when it uses one of these fixtures or its source names one
+# of these words; the audit hook below fails any unmarked test that starts a
+# process or binds a socket anyway, so a miss is found, not silently slow.
+PROCESS_FIXTURES = frozenset({"fake_llm", "pg_server", "pg_url"})
+PROCESS_WORDS = re.compile(
+    r"\b(?:subprocess|Popen|sys\.executable|FakeOpenAI|setpriv|as_nobody|run_cli_as_nobody|run_python_as_nobody"
+    r"|run_cli_subprocess|spawn_cli|cli_command|ThreadingHTTPServer|HTTPServer|socketserver)\b"
+)
+_STARTS_A_PROCESS = frozenset(
+    {"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.system", "socket.bind"}
+)
+_running: dict[str, str | None] = {"unmarked": None}  # the test running now, when it is not marked
+_started: dict[str, str] = {}  # unmarked test -> the first such event it caused
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    test = _running["unmarked"]
+    # A bind to a path is the parse pool's fork server (a Unix socket); a
+    # server listens on an address and a port.
+    if test is not None and event in _STARTS_A_PROCESS and not (event == "socket.bind" and isinstance(args[1], str)):
+        _started.setdefault(test, event)
+
+
+sys.addaudithook(_audit)
+
+
+def _starts_processes(item: pytest.Item) -> bool:
+    if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    function = getattr(item, "function", None)
+    try:
+        source = inspect.getsource(function) if function is not None else ""
+    except (OSError, TypeError):
+        source = ""
+    return bool(PROCESS_WORDS.search(source))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("process") is None and _starts_processes(item):
+            item.add_marker(pytest.mark.process)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    _running["unmarked"] = None if item.get_closest_marker("process") else item.nodeid
+    try:
+        return (yield)
+    finally:
+        _running["unmarked"] = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    report: pytest.TestReport = yield
+    event = _started.pop(item.nodeid, None) if call.when == "teardown" else None
+    if event is not None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} started a process or a server ({event}) but is not marked `process`: "
+            "add @pytest.mark.process (the quick loop `-m 'not process'` must not start any)"
+        )
+    return report

@@ -28,7 +28,12 @@ if str(REPO) not in sys.path:
 
 SAMPLE_DOCS = REPO / "sample_data" / "docs"
 # The shared evaluation PDFs live next to the checkout (absent in a bare clone).
-EVAL_PDFS = Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
+# DOCSUM_EVAL_DIR names the eval folder where the checkout is elsewhere (a git worktree).
+EVAL_PDFS = (
+    Path(os.environ["DOCSUM_EVAL_DIR"]) / "pdfs"
+    if os.environ.get("DOCSUM_EVAL_DIR")
+    else Path(__file__).resolve().parents[2] / "shared" / "eval" / "pdfs"
+)
 
 PLANTED_KEY = "sk-test-PLANTED-123"
 
@@ -317,3 +322,25 @@ def first_choice_then(answer: str):  # type: ignore[no-untyped-def]
         return answer
 
     return respond
+
+
+def processes_with(mark: str) -> list[int]:
+    """Processes whose environment holds `mark` (a build and its workers, marked by a test)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if mark.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def stored_so_far(store: Path) -> set[str]:
+    """The paths a store holds while a build writes it (none before it exists)."""
+    try:
+        return stored_paths(store)
+    except sqlite3.Error:  # not created yet
+        return set()

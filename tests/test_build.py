@@ -240,6 +240,7 @@ def _local_usage_fake() -> FakeOpenAI:
     return FakeOpenAI(responder=lambda body: Reply(omit_usage=True))
 
 
+@pytest.mark.process  # a FakeOpenAI server
 def test_dry_run_plan_equals_the_real_build(store: Path) -> None:
     with _local_usage_fake() as fake:
         plan = build(store, SAMPLE_DOCS, "--dry-run", *llm_args(fake))
@@ -285,6 +286,7 @@ def test_dry_run_shows_updates_and_removals_without_changing_anything(docs: Path
     assert len(stored_paths(store)) == 4
 
 
+@pytest.mark.process  # a FakeOpenAI server
 def test_dry_run_counts_calls_for_a_document_that_needs_several_prompts(tmp_path: Path, store: Path) -> None:
     folder = tmp_path / "long"
     folder.mkdir()

@@ -48,6 +48,10 @@ PLUGIN = textwrap.dedent(
 )
 
 
+# Every test here runs the CLI in a subprocess.
+pytestmark = pytest.mark.process
+
+
 def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=120

@@ -26,7 +26,7 @@ def test_discover_sorts_counts_hidden_and_unsupported(tmp_path: Path) -> None:
     write(tmp_path / ".hidden.txt", "h")
     write(tmp_path / ".git" / "config.txt", "h")
     write(tmp_path / "sub" / ".cache" / "x.txt", "h")
-    write(tmp_path / "image.png", b"\x89PNG")
+    write(tmp_path / "image.gif", b"GIF89a")
     write(tmp_path / "sub" / "table.xlsx", "x")
     write(tmp_path / "README", "no suffix")
     found = discover([tmp_path])
@@ -37,7 +37,22 @@ def test_discover_sorts_counts_hidden_and_unsupported(tmp_path: Path) -> None:
     assert found.skipped_hidden == 3
     assert found.skipped_unsupported == 3
     assert found.errors == []
-    assert set(SUPPORTED_SUFFIXES) == {".txt", ".md", ".markdown", ".rst", ".csv", ".pdf", ".html", ".htm", ".docx"}
+    assert set(SUPPORTED_SUFFIXES) == {
+        ".txt",
+        ".md",
+        ".markdown",
+        ".rst",
+        ".csv",
+        ".pdf",
+        ".html",
+        ".htm",
+        ".docx",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".tif",
+        ".tiff",
+    }
 
 
 def test_discover_direct_file_and_missing_path(tmp_path: Path) -> None:
@@ -92,7 +107,7 @@ def test_symlink_outside_root_needs_follow_symlinks(tmp_path: Path) -> None:
     (root / "file-link.txt").symlink_to(outside)
     (root / "broken.txt").symlink_to(tmp_path / "does-not-exist.txt")
 
-    (root / "outside-image.png").symlink_to(outside)  # unsupported anyway: just counted
+    (root / "outside-image.gif").symlink_to(outside)  # unsupported anyway: just counted
 
     found = discover([root])
     assert [f.relpath for f in found.files] == ["inside.txt"]
@@ -136,7 +151,7 @@ def test_empty_folders_are_reported(tmp_path: Path) -> None:
     root = tmp_path / "root"
     write(root / "a.txt", "a")
     (root / "mnt").mkdir()
-    write(root / "only-images" / "x.png", b"\x89PNG")
+    write(root / "only-images" / "x.gif", b"GIF89a")
     found = discover([root])
     # A folder with no entry at all; a folder with entries but no document is not "empty".
     assert found.empty_folders == [str(root.resolve() / "mnt")]

@@ -218,7 +218,7 @@ def test_skipped_files_are_counted_on_one_line_listed_with_v_and_in_json(tmp_pat
     make_docs(folder, 1)
     write_file(folder / "a.xlsx", b"PK")
     write_file(folder / "b.xlsx", b"PK")
-    write_file(folder / "c.png", b"\x89PNG")
+    write_file(folder / "c.gif", b"GIF89a")
     write_file(folder / ".secret.txt", "hidden")
     write_file(folder / "old.txt", "old")
 
@@ -226,7 +226,7 @@ def test_skipped_files_are_counted_on_one_line_listed_with_v_and_in_json(tmp_pat
     assert result.code == 0, result
     lines = [line for line in result.stderr.splitlines() if line.startswith("docsum: skipped")]
     assert lines == [
-        "docsum: skipped 5 not read: 3 unsupported (.xlsx 2, .png 1), 1 excluded (.txt 1), 1 hidden (.txt 1) (-v lists them)"
+        "docsum: skipped 5 not read: 3 unsupported (.xlsx 2, .gif 1), 1 excluded (.txt 1), 1 hidden (.txt 1) (-v lists them)"
     ]
     assert "skipped" not in result.stdout
 
@@ -240,7 +240,7 @@ def test_skipped_files_are_counted_on_one_line_listed_with_v_and_in_json(tmp_pat
         (".secret.txt", "hidden"),
         ("a.xlsx", "unsupported"),
         ("b.xlsx", "unsupported"),
-        ("c.png", "unsupported"),
+        ("c.gif", "unsupported"),
         ("old.txt", "excluded"),
     ]
 

@@ -225,8 +225,9 @@ def test_eval_pdfs(entry: dict[str, Any]) -> None:
             load_file(path)
         assert_one_line_error(excinfo, "password")
     elif expect == "no-text":
+        # As without the OCR extra (tests/test_ocr.py reads it with OCR: `expect_ocr`).
         with pytest.raises(LoadError) as excinfo:
-            load_file(path)
+            load_file(path, ocr="off")
         assert_one_line_error(excinfo, "no extractable text")
     elif expect == "broken":
         try:

@@ -54,6 +54,11 @@ def contents(store: Path) -> dict[str, Any]:
         conn.close()
 
 
+def downgrade_to_v3(conn: sqlite3.Connection) -> None:
+    """Undo migration 4 by hand (inside the caller's transaction)."""
+    conn.execute("ALTER TABLE documents DROP COLUMN page_origins")
+
+
 def downgrade_to_v2(conn: sqlite3.Connection) -> None:
     """Undo migration 3 by hand (inside the caller's transaction)."""
     for trigger in ("documents_vector_insert", "documents_vector_update", "documents_vector_delete"):
@@ -64,11 +69,12 @@ def downgrade_to_v2(conn: sqlite3.Connection) -> None:
 
 
 def downgrade_to_v1(store: Path) -> None:
-    """Undo migrations 3 and 2 by hand, as if a v1 docsum had written the store."""
+    """Undo migrations 4, 3 and 2 by hand, as if a v1 docsum had written the store."""
     conn = sqlite3.connect(store, isolation_level=None)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
         conn.execute("BEGIN")
+        downgrade_to_v3(conn)
         downgrade_to_v2(conn)
         conn.execute("DROP INDEX documents_path_root")
         conn.execute("CREATE INDEX documents_path ON documents(path)")
@@ -137,9 +143,7 @@ def test_migration_2_serves_the_listing_order(tmp_path: Path) -> None:
         assert "USING" in plan and "INDEX" in plan, plan  # still an index search, not a scan
 
 
-def test_migration_3_is_the_latest_and_logs_every_vector_change(tmp_path: Path) -> None:
-    # If a later migration is added, extend the tests below to start from v3 too.
-    assert len(MIGRATIONS) == 3
+def test_migration_3_logs_every_vector_change(tmp_path: Path) -> None:
     folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
     shutil.copytree(SAMPLE_DOCS, folder)
     assert run_cli("build", folder, "--store", store, "--llm", "extractive").code == 0
@@ -147,6 +151,7 @@ def test_migration_3_is_the_latest_and_logs_every_vector_change(tmp_path: Path) 
     try:
         # A v2 store with documents: the migration logs each one once.
         conn.execute("BEGIN")
+        downgrade_to_v3(conn)
         downgrade_to_v2(conn)
         conn.execute("PRAGMA user_version = 2")
         conn.execute("COMMIT")
@@ -169,6 +174,27 @@ def test_migration_3_is_the_latest_and_logs_every_vector_change(tmp_path: Path) 
         assert found[ids[2]].removed and found[ids[2]].vector is None
         # A generation from the future (a store restored from an older copy) reports everything.
         assert s.vector_changes(later.generation + 100).count == len(ids)  # 7 documents and 1 removal
+
+
+def test_migration_4_is_the_latest_and_gives_stored_documents_no_page_origins(tmp_path: Path) -> None:
+    # If a later migration is added, extend the tests below to start from v4 too.
+    assert len(MIGRATIONS) == 4
+    folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
+    shutil.copytree(SAMPLE_DOCS, folder)
+    assert run_cli("build", folder, "--store", store, "--llm", "extractive").code == 0
+    conn = sqlite3.connect(store, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        downgrade_to_v3(conn)
+        conn.execute("PRAGMA user_version = 3")
+        conn.execute("COMMIT")
+        before = conn.execute("SELECT doc_id, summary FROM documents ORDER BY doc_id").fetchall()
+    finally:
+        conn.close()
+    with Store.open(store) as s:
+        docs = sorted(s.list_documents(), key=lambda d: d.doc_id)
+        assert [(d.doc_id, d.summary) for d in docs] == before
+        assert {d.page_origins for d in docs} == {""}  # not known for what was stored before v4
 
 
 def test_v1_store_from_a_real_build_migrates_on_first_ask_with_data_intact(tmp_path: Path) -> None:
@@ -198,8 +224,11 @@ def test_v1_store_from_a_real_build_migrates_on_first_ask_with_data_intact(tmp_p
     finally:
         conn.close()
     after = contents(store)
-    # Nothing but the index and the vector log changed, and the store got an identity.
+    # Nothing but the index and the vector log changed, the store got an
+    # identity and each document an empty page_origins column (v4, the last).
     assert [m for m in after.pop("meta") if m[0] != "store_id"] == before.pop("meta")
+    assert {row[-1] for row in after["documents"]} == {""}
+    after["documents"] = [row[:-1] for row in after["documents"]]
     assert after == before
 
     listed = run_cli("summaries", "--store", store, "--json")
@@ -309,7 +338,7 @@ def test_v1_store_that_cannot_be_upgraded_now_is_a_clear_error(tmp_path: Path, m
     holder.execute("BEGIN IMMEDIATE")
     try:
         with pytest.raises(
-            StoreVersionError, match=r"schema v1 is older than v3 and cannot be upgraded here \(database is locked\)"
+            StoreVersionError, match=r"schema v1 is older than v4 and cannot be upgraded here \(database is locked\)"
         ):
             Store.open(store, create=False, readonly=True)
         result = run_cli("summaries", "--store", store)

@@ -72,7 +72,8 @@ BROKEN_FONT_ENCODING = {"pdftools-chinese.pdf", "pdfminer-nlp2004slides.pdf", "p
 def test_every_eval_pdf_is_handled_as_the_manifest_expects(tmp_path: Path) -> None:
     store = tmp_path / "eval.sqlite"
     manifest = _manifest()
-    result, data = build_json(store, EVAL_PDFS, "--llm", "extractive")
+    # --ocr off: as without the OCR extra (tests/test_ocr.py covers `expect_ocr`).
+    result, data = build_json(store, EVAL_PDFS, "--llm", "extractive", "--ocr", "off")
     assert result.code == 3, result  # some files cannot be read: listed, exit 3
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
     failed = {f["path"]: f["error"] for f in data["failures"]}
@@ -108,7 +109,7 @@ def test_every_eval_pdf_is_handled_as_the_manifest_expects(tmp_path: Path) -> No
             assert f"docsum: failed {name}: {failed[name]}" in result.stderr
 
     # Retried next run: only the failed files are read again, and fail again.
-    again, data2 = build_json(store, EVAL_PDFS, "--llm", "extractive")
+    again, data2 = build_json(store, EVAL_PDFS, "--llm", "extractive", "--ocr", "off")
     assert again.code == 3
     assert {f["path"] for f in data2["failures"]} == set(failed)
     assert data2["documents"]["unchanged"] == len(stored) and data2["usage"]["llm_calls"] == 0

@@ -84,7 +84,7 @@ def store_path(tmp_path: Path) -> Path:
     return tmp_path / "indexes" / "default.sqlite"
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.process)])
 def store(request: pytest.FixtureRequest, store_path: Path):
     """Each test of the store interface runs against both backends."""
     location = str(store_path) if request.param == "sqlite" else request.getfixturevalue("pg_url")
@@ -625,6 +625,7 @@ def test_reader_lists_while_writer_holds_a_transaction(store_path: Path) -> None
         assert reader.list_documents() == []
 
 
+@pytest.mark.process
 def test_reader_in_other_process_while_store_writes(store_path: Path) -> None:
     with Store.open(store_path) as s:
         s.put_document(make_doc("a.txt"), [])
@@ -675,6 +676,7 @@ sys.stdin.readline()          # stay alive: the release, not our exit, freed it
 """
 
 
+@pytest.mark.process
 def test_second_lock_from_subprocess_is_refused(store_path: Path) -> None:
     assert StoreLockedError.exit_code == ExitCode.LOCKED == 4
     with BuildLock(store_path) as lock:
@@ -693,6 +695,7 @@ def test_second_lock_from_subprocess_is_refused(store_path: Path) -> None:
     assert proc.returncode == 0 and out.strip() == "acquired", err
 
 
+@pytest.mark.process
 def test_wait_seconds_acquires_after_holder_releases(store_path: Path) -> None:
     holder = run_py(HOLD_LOCK, str(store_path))
     try:
@@ -723,6 +726,7 @@ def test_wait_seconds_acquires_after_holder_releases(store_path: Path) -> None:
         holder.communicate(timeout=30)
 
 
+@pytest.mark.process
 def test_lock_of_killed_holder_is_taken(store_path: Path) -> None:
     holder = run_py(HOLD_LOCK, str(store_path))
     try:

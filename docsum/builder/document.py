@@ -16,7 +16,7 @@ from docsum.builder.embedbatch import SummaryEmbedder
 from docsum.builder.plan import Work, summary_template_for
 from docsum.builder.report import BuildOptions, FileOutcome
 from docsum.errors import ContextLengthError, LLMError, LoadError
-from docsum.ingest.parsepool import ParsePool
+from docsum.ingest.parsepool import ParsePool, default_jobs
 from docsum.ingest.parsing import Parsed, ParseRequest, unexpected_reason
 from docsum.ingest.split import Chunk
 from docsum.ingest.textquality import garbage_reason
@@ -75,6 +75,9 @@ class DocumentWorker:
             chunk_size=options.chunk_size,
             chunk_overlap=options.chunk_overlap,
             cache_dir=str(cache) if options.use_cache else None,
+            ocr=options.ocr,
+            # The cores shared among the workers reading at once.
+            ocr_threads=max(1, default_jobs() // max(1, options.jobs or default_jobs())),
         )
 
     async def _load_and_split(self, work: Work) -> Parsed:
@@ -98,7 +101,13 @@ class DocumentWorker:
         except Exception as exc:  # noqa: BLE001 - same rule as _process
             return FileOutcome(work.found.relpath, "failed", unexpected_reason(exc))
         if work.resplit_only:
-            return FileOutcome(work.found.relpath, action, nodes=len(chunks), extractor=loaded.extractor)
+            return FileOutcome(
+                work.found.relpath,
+                action,
+                nodes=len(chunks),
+                extractor=loaded.extractor,
+                page_origins=loaded.page_origins,
+            )
         calls = self.summarizer.plan(self.query, [loaded.text]) or 0
         return FileOutcome(
             work.found.relpath,
@@ -107,6 +116,7 @@ class DocumentWorker:
             calls=calls,
             prompt_tokens=self._planned_prompt_tokens(loaded.text),
             extractor=loaded.extractor,
+            page_origins=loaded.page_origins,
         )
 
     def _planned_prompt_tokens(self, text: str) -> int:
@@ -198,6 +208,7 @@ class DocumentWorker:
             prompt_tokens=sum(c.prompt_tokens for c in calls),
             warnings=loaded.warnings,
             extractor=loaded.extractor,
+            page_origins=loaded.page_origins,
         )
 
     def _resplit(self, work: Work, current: DocumentRecord, parsed: Parsed) -> FileOutcome:
@@ -208,7 +219,14 @@ class DocumentWorker:
         record = dataclasses.replace(current, **self._file_fields(parsed), updated_at="")
         nodes = _node_records(work.doc_id, chunks)
         self.store.put_document(record, nodes)
-        return FileOutcome(rel, "updated", nodes=len(nodes), warnings=loaded.warnings, extractor=loaded.extractor)
+        return FileOutcome(
+            rel,
+            "updated",
+            nodes=len(nodes),
+            warnings=loaded.warnings,
+            extractor=loaded.extractor,
+            page_origins=loaded.page_origins,
+        )
 
     def _file_fields(self, parsed: Parsed) -> dict[str, Any]:
         """The fields of a document's record that come from its file and its
@@ -220,6 +238,7 @@ class DocumentWorker:
             "sha256": parsed.sha256,
             "token_count": _token_count(parsed, self.llm.metadata.tokenizer),
             "page_count": len(parsed.loaded.page_starts) or None,
+            "page_origins": parsed.loaded.page_origins,
             "split_fingerprint": self.split_fp,
         }
 
@@ -264,7 +283,7 @@ class DocumentWorker:
 def _node_records(doc_id: str, chunks: list[Chunk]) -> list[NodeRecord]:
     """The stored nodes of a document's chunks, in order (new and re-split documents alike)."""
     return [
-        NodeRecord(doc_id, i, c.text, c.start_char, c.end_char, tuple(c.pages), c.token_count)
+        NodeRecord(doc_id, i, c.node_text, c.start_char, c.end_char, tuple(c.pages), c.token_count)
         for i, c in enumerate(chunks)
     ]
 

@@ -28,6 +28,7 @@ from docsum.builder.plan import Plan, Reconciler, Work, check_build_options, fin
 from docsum.builder.report import BuildOptions, BuildReport, BuildReporter, FileOutcome, FileWarning, SilentReporter
 from docsum.builder.schedule import CLAIM_POLL_SECONDS, Breaker, StoredElsewhere, run_gated
 from docsum.errors import LLMError
+from docsum.ingest.ocr import PageCounts
 from docsum.ingest.parsepool import ParsePool
 from docsum.ingest.parsing import TextCache
 from docsum.locations import StoreLocation, display_location, is_postgres
@@ -244,6 +245,8 @@ class Builder:
         report.warnings.extend(FileWarning(outcome.path, warning) for warning in outcome.warnings)
         if outcome.extractor:
             report.extractors[outcome.path] = outcome.extractor
+        if outcome.page_origins:
+            report.pages[outcome.path] = PageCounts.of(outcome.page_origins)
 
     def _done_elsewhere(self, work: Work) -> FileOutcome | None:
         """With builders sharing the store: whether another one stored this

@@ -23,6 +23,7 @@ from docsum.builder.report import BuildOptions, FileOutcome
 from docsum.errors import ConfigError
 from docsum.ingest.discover import FoundFile, SkippedFile, discover, exclusion_spec, printable_name
 from docsum.ingest.formats import SUPPORTED_SUFFIXES
+from docsum.ingest.ocr import wanted as ocr_wanted
 from docsum.models.llm import LLM
 from docsum.models.prompts import (
     DOCUMENT_SUMMARY_PROMPT,
@@ -133,7 +134,11 @@ class Reconciler:
         Walking and hashing run off the event loop, so SIGINT/SIGTERM stay
         responsive while thousands of touched files are re-hashed."""
         discovery = await asyncio.to_thread(
-            discover, self.options.paths, follow_symlinks=self.options.follow_symlinks, exclude=self.options.exclude
+            discover,
+            self.options.paths,
+            follow_symlinks=self.options.follow_symlinks,
+            exclude=self.options.exclude,
+            images=ocr_wanted(self.options.ocr),
         )
         # Keyed by (root, path), the key a found file has: its doc id (a hash
         # of both) is computed only for files that have work to do.

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from docsum.ingest.discover import SkippedFile
+from docsum.ingest.ocr import PageCounts
 from docsum.models.llm import estimated_cost
 from docsum.models.prompts import DEFAULT_SUMMARY_QUERY, PromptTemplate
 from docsum.schema import CallRecord, Usage
@@ -35,6 +36,7 @@ class BuildOptions:
     jobs: int | None = None  # worker processes reading files (None: one per core)
     parse_timeout_s: float = default("parse_timeout")  # per file
     parse_memory_mb: int = default("parse_memory")  # per worker process
+    ocr: str = default("ocr")  # docsum.ingest.ocr.MODES: which pages OCR reads
     cache_dir: Path | None = None  # extracted-text cache (None: the default under the docsum cache dir)
     use_cache: bool = True
     limits: Limits = DEFAULT_LIMITS  # documents in flight, embedding batch size
@@ -53,6 +55,7 @@ class FileOutcome:
     attempts: int = 0  # failed: runs in a row this file has failed (0: not recorded)
     llm_failed: bool = False  # failed because the LLM server did (not because of the file)
     extractor: str = ""  # PDFs read this run: the engine whose text was used ("pdfium" | "pypdf")
+    page_origins: str = ""  # paged documents read this run: each page's origin (docsum.ingest.ocr)
 
 
 @dataclass
@@ -83,6 +86,8 @@ class BuildReport:
     skipped_entries: list[SkippedFile] = field(default_factory=list)
     warnings: list[FileWarning] = field(default_factory=list)
     extractors: dict[str, str] = field(default_factory=dict)  # path -> PDF engine, for PDFs read this run
+    # path -> how its pages were read, for paged documents read this run.
+    pages: dict[str, PageCounts] = field(default_factory=dict)
     # Documents this run found summarized by another builder sharing the store
     # (counted as unchanged: this run did not pay for them).
     done_elsewhere: int = 0
@@ -92,6 +97,10 @@ class BuildReport:
     @property
     def usage(self) -> Usage:
         return Usage.of(self.calls)
+
+    @property
+    def page_totals(self) -> PageCounts:
+        return sum(self.pages.values(), PageCounts(0, 0, 0))
 
     @property
     def planned_calls(self) -> int:
@@ -119,6 +128,10 @@ class BuildReport:
             + [{"path": s.path, "reason": s.reason} for s in self.skipped_entries],
             "warnings": [{"path": w.path, "warning": w.warning} for w in self.warnings],
             "extractors": dict(sorted(self.extractors.items())),
+            # Pages of the paged documents read this run, how many by OCR, how
+            # many unreadable; per file for those with either.
+            "pages": self.page_totals.as_dict(),
+            "ocr_files": {path: c.as_dict() for path, c in sorted(self.pages.items()) if c.describe()},
             "done_elsewhere": self.done_elsewhere,
         }
         if self.dry_run:

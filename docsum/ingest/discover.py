@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docsum.errors import ConfigError, LoadError, one_line, os_reason
-from docsum.ingest.formats import kind_for
+from docsum.ingest.formats import IMAGE_KIND, kind_for
 from docsum.userfiles import IGNORE_MAX_BYTES, read_regular_text, special_file_reason
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class SkippedFile:
     """A file or folder the walk saw and deliberately did not read."""
 
     path: str  # printable, relative to its build root; a folder ends with "/"
-    reason: str  # "hidden" | "unsupported" | "excluded"
+    reason: str  # "hidden" | "unsupported" | "excluded" | NEEDS_OCR
 
     @property
     def kind(self) -> str:
@@ -200,9 +200,14 @@ class _Candidate:
     stat: os.stat_result
 
 
+# The skip reason of an image when OCR is not installed or is turned off.
+NEEDS_OCR = "needing OCR (docsum[ocr], --ocr)"
+
+
 class _Walker:
-    def __init__(self, follow_symlinks: bool) -> None:
+    def __init__(self, follow_symlinks: bool, images: bool = True) -> None:
         self.follow_symlinks = follow_symlinks
+        self.images = images
         self.candidates: list[_Candidate] = []
         self.errors: list[LoadError] = []
         self.skipped: list[tuple[str, str]] = []
@@ -226,8 +231,12 @@ class _Walker:
     def add_file(
         self, path: Path, root: Path, relpath: str, resolved: str, via_symlink: bool, st: os.stat_result
     ) -> None:
-        if kind_for(relpath) is None:
+        kind = kind_for(relpath)
+        if kind is None:
             self.skip(relpath, "unsupported")
+            return
+        if kind == IMAGE_KIND and not self.images:
+            self.skip(relpath, NEEDS_OCR)
             return
         if not stat.S_ISREG(st.st_mode):
             # A FIFO or device named *.txt would block or never end on read.
@@ -350,7 +359,9 @@ def _entry_is_dir(entry: os.DirEntry[str], follow: bool = True) -> bool:
         return False
 
 
-def discover(paths: list[Path], follow_symlinks: bool = False, exclude: list[str] | None = None) -> Discovery:
+def discover(
+    paths: list[Path], follow_symlinks: bool = False, exclude: list[str] | None = None, images: bool = True
+) -> Discovery:
     """Collect supported files under ``paths`` (directories recurse).
 
     Hidden entries, unsupported suffixes and entries matching ``exclude`` or
@@ -360,11 +371,12 @@ def discover(paths: list[Path], follow_symlinks: bool = False, exclude: list[str
     they were found under, or anywhere when ``follow_symlinks`` is set.  The
     same file reached twice (overlapping arguments, aliases) is listed once,
     preferring a path without symlinks.  A bad ``exclude`` pattern raises
-    ``ConfigError``; everything else is collected.
+    ``ConfigError``; everything else is collected. Without ``images`` (no
+    OCR to read them), image files are skipped as NEEDS_OCR.
     """
     given_lines = list(exclude or [])
     exclusion_spec(given_lines, "--exclude")  # a bad pattern is the caller's error, not a root's
-    walker = _Walker(follow_symlinks)
+    walker = _Walker(follow_symlinks, images)
     for given in paths:
         absolute = Path(os.path.abspath(given))
         shown = printable_name(str(given))

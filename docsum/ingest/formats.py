@@ -19,7 +19,16 @@ SUPPORTED_SUFFIXES: dict[str, str] = {
     ".html": "html",
     ".htm": "html",
     ".docx": "docx",
+    # Pictures of pages, read by OCR (docsum[ocr]); without it discovery skips
+    # them with one note (docsum.ingest.discover), as most images in a folder
+    # are not documents.
+    ".png": "image",
+    ".jpg": "image",
+    ".jpeg": "image",
+    ".tif": "image",
+    ".tiff": "image",
 }
+IMAGE_KIND = "image"
 
 
 def kind_for(path: Path | str) -> str | None:

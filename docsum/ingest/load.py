@@ -25,6 +25,7 @@ from docsum.ingest.loaded import (
     name_title,
 )
 from docsum.ingest.markup import READERS as MARKUP_READERS
+from docsum.ingest.ocr import MODE_AUTO
 from docsum.userfiles import open_regular
 
 # Share of control bytes (other than tab/newline/CR/FF/VT/ESC) above which a
@@ -122,39 +123,51 @@ def _check_inside(label: str, fd: int, path: Path, st: os.stat_result, inside: P
 
 
 # How each kind of document becomes text: a function of the file's path (for
-# messages and titles) and its bytes, raising LoadError for a bad file.  Kinds
+# messages and titles), its bytes and the OCR mode (docsum.ingest.ocr.MODES;
+# only pages and images use it), raising LoadError for a bad file.  Kinds
 # without an entry are read as plain text.  Whatever is registered here runs
 # in the build's worker processes as is.
-Reader = Callable[[Path, bytes], LoadedDocument]
+Reader = Callable[[Path, bytes, str], LoadedDocument]
 
 
-def _read_pdf(path: Path, data: bytes) -> LoadedDocument:
+def _read_pdf(path: Path, data: bytes, ocr: str) -> LoadedDocument:
     from docsum.ingest.pdf import load_pdf  # PDF engines cost ~50 ms to import; `docsum ask` never needs them
 
-    return load_pdf(path, data)
+    return load_pdf(path, data, ocr)
+
+
+def _read_image(path: Path, data: bytes, ocr: str) -> LoadedDocument:
+    from docsum.ingest.images import load_image  # Pillow and the OCR engine: only for images
+
+    return load_image(path, data, ocr)
 
 
 def _markup_reader(kind: str) -> Reader:
-    return lambda path, data: _load_markup(path, data, kind)
+    return lambda path, data, ocr: _load_markup(path, data, kind)
 
 
-READERS: dict[str, Reader] = {"pdf": _read_pdf, **{kind: _markup_reader(kind) for kind in MARKUP_READERS}}
+READERS: dict[str, Reader] = {
+    "pdf": _read_pdf,
+    "image": _read_image,
+    **{kind: _markup_reader(kind) for kind in MARKUP_READERS},
+}
 
 
-def load_file(path: Path, inside: Path | None = None) -> LoadedDocument:
+def load_file(path: Path, inside: Path | None = None, ocr: str = MODE_AUTO) -> LoadedDocument:
     """Read one file into text; every per-file failure is a ``LoadError``."""
-    return load_content(path, read_once(path, inside))
+    return load_content(path, read_once(path, inside), ocr)
 
 
-def load_content(path: Path, content: FileContent) -> LoadedDocument:
-    """Turn bytes already read from ``path`` into text (``LoadError`` only)."""
+def load_content(path: Path, content: FileContent, ocr: str = MODE_AUTO) -> LoadedDocument:
+    """Turn bytes already read from ``path`` into text (``LoadError`` only);
+    ``ocr`` says whether pages without a text layer are read by OCR."""
     kind = kind_for(path)
     if kind is None:
         raise LoadError(str(path), f"unsupported file type {path.suffix or '(no suffix)'!r}")
     try:
         reader = READERS.get(kind)
         if reader is not None:
-            return reader(path, content.data)
+            return reader(path, content.data, ocr)
         return _load_text(path, content.data, kind)
     except LoadError:
         raise

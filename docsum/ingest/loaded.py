@@ -22,6 +22,34 @@ class LoadedDocument:
     kind: str  # a value of docsum.ingest.formats.SUPPORTED_SUFFIXES: "pdf", "text", "markdown", "html", ...
     warnings: list[str] = field(default_factory=list)
     extractor: str = ""  # PDFs: the engine that produced the text ("pdfium" | "pypdf")
+    # Paged documents: where each page's text came from, one character a page
+    # (docsum.ingest.ocr: ORIGIN_TEXT "t", ORIGIN_OCR "o", ORIGIN_NONE "-");
+    # "" for formats without pages.
+    page_origins: str = ""
+
+
+def paged_document(
+    path: Path, texts: list[str], title: str | None, kind: str, warnings: list[str], extractor: str, origins: str
+) -> LoadedDocument:
+    """A document of pages: every page keeps its slot (an empty one if it
+    yielded nothing) so page numbers in citations stay the real ones."""
+    page_starts: list[int] = []
+    offset = 0
+    for idx, page_text in enumerate(texts):
+        if idx:
+            offset += 2  # the "\n\n" separator
+        page_starts.append(offset)
+        offset += len(page_text)
+    text = "\n\n".join(texts)
+    return LoadedDocument(
+        text=text,
+        page_starts=page_starts,
+        title=title or first_line_title(text) or name_title(path),
+        kind=kind,
+        warnings=warnings,
+        extractor=extractor,
+        page_origins=origins,
+    )
 
 
 # --------------------------------------------------------------------------- titles

@@ -46,12 +46,14 @@ def default_jobs() -> int:
 # --------------------------------------------------------------------------- workers
 
 
-_CONTEXT: multiprocessing.context.BaseContext | None = None
+Context = multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext
+_CONTEXT: Context | None = None
 
 
-def _context() -> multiprocessing.context.BaseContext:
+def _context() -> Context:
     global _CONTEXT
     if _CONTEXT is None:
+        ctx: Context
         try:
             ctx = multiprocessing.get_context("forkserver")
             # Imported once in the fork server, so each worker starts warm.
@@ -155,7 +157,7 @@ class ParsePool:
                     worker.kill()
         if status != "ok":
             raise LoadError(name, str(value))
-        return value  # type: ignore[no-any-return]
+        return value
 
     async def _reply(self, worker: _Worker, name: str, timeout_s: float, starting: bool = False) -> tuple[str, Any]:
         loop = asyncio.get_running_loop()

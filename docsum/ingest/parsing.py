@@ -13,17 +13,21 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from docsum.ingest.formats import kind_for
 from docsum.ingest.load import load_content, read_once
 from docsum.ingest.loaded import LoadedDocument
+from docsum.ingest.ocr import MODE_OFF, PAGED_KINDS, effective_mode, set_threads
 from docsum.ingest.split import Chunk, split_document
+from docsum.ingest.tables import find_tables
 from docsum.models.tokens import Tokenizer, get_encoding
+from docsum.settings import default
 
 # The extracted-text cache is trimmed to this size (least recently used first)
 # after each build.
 CACHE_MAX_BYTES = 512 << 20
 # Bump when extraction changes what text a file yields: older cache entries
 # are then ignored (and age out).
-EXTRACTION_VERSION = "4"  # 2: titles set over two or three lines are whole; 3: a filing is titled by its registrant; 4: a PDF with unreadable pages keeps the readable ones
+EXTRACTION_VERSION = "6"  # 2: titles set over two or three lines are whole; 3: a filing is titled by its registrant; 4: a PDF with unreadable pages keeps the readable ones; 5: page origins (OCR); 6: PDF tables are rebuilt from the page layout, one row per line, cells apart
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,8 @@ class ParseRequest:
     chunk_size: int
     chunk_overlap: int
     cache_dir: str | None  # extracted-text cache (None: no cache)
+    ocr: str = default("ocr")  # docsum.ingest.ocr.MODES: which pages OCR reads
+    ocr_threads: int = 0  # onnxruntime threads of one worker's OCR (0: every core it may use)
 
 
 @dataclass
@@ -59,16 +65,21 @@ def parse_file(request: ParseRequest) -> Parsed:
     escapes for a problem with the file."""
     path = Path(request.path)
     content = read_once(path, Path(request.inside) if request.inside else None)
-    cache = TextCache(Path(request.cache_dir)) if request.cache_dir else None
+    cache = TextCache(Path(request.cache_dir), effective_mode(request.ocr)) if request.cache_dir else None
     loaded = cache.get(content.sha256, path) if cache is not None else None
     cached = loaded is not None
     if loaded is None:
-        loaded = load_content(path, content)
+        if request.ocr_threads:
+            set_threads(request.ocr_threads)
+        loaded = load_content(path, content, request.ocr)
         if cache is not None:
             cache.put(content.sha256, path, loaded)
     tokenizer = Tokenizer(get_encoding(request.encoding), request.margin)
+    # Table headings are repeated for PDFs, whose tables the reader rebuilt;
+    # not for text files, where measuring cost recall (docs/tables.md).
+    tables = find_tables(loaded.text) if loaded.kind == "pdf" else ()
     chunks = split_document(
-        loaded.text, tokenizer, request.chunk_size, request.chunk_overlap, loaded.page_starts or None
+        loaded.text, tokenizer, request.chunk_size, request.chunk_overlap, loaded.page_starts or None, tables
     )
     return Parsed(loaded, chunks, content.sha256, content.size, content.mtime_ns, cached)
 
@@ -81,15 +92,20 @@ class TextCache:
 
     An entry is a gzipped JSON file readable only by its owner (it holds the
     documents' text). Entries are written atomically; anything unreadable or
-    malformed is treated as absent, never trusted."""
+    malformed is treated as absent, never trusted. For PDFs and images the
+    OCR mode in effect is part of the key: switching it (or installing the
+    extra) reads the file again."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, ocr: str = MODE_OFF) -> None:
         self.directory = directory
+        self.ocr = ocr
 
     def _entry(self, sha256: str, path: Path) -> Path:
         # The suffix is part of the key: the same bytes named .txt and .md
         # are read differently.
         kind = path.suffix.lower().lstrip(".") or "none"
+        if kind_for(path) in PAGED_KINDS:
+            kind += f".ocr-{self.ocr}"
         return self.directory / sha256[:2] / f"{sha256}.{kind}.v{EXTRACTION_VERSION}.json.gz"
 
     def get(self, sha256: str, path: Path) -> LoadedDocument | None:
@@ -102,6 +118,7 @@ class TextCache:
                 kind=raw["kind"],
                 warnings=raw["warnings"],
                 extractor=raw["extractor"],
+                page_origins=raw["page_origins"],
             )
         except (OSError, ValueError, KeyError, TypeError, EOFError):
             return None
@@ -110,6 +127,7 @@ class TextCache:
             and isinstance(doc.title, str)
             and isinstance(doc.kind, str)
             and isinstance(doc.extractor, str)
+            and isinstance(doc.page_origins, str)
             and isinstance(doc.page_starts, list)
             and all(type(p) is int for p in doc.page_starts)
             and isinstance(doc.warnings, list)

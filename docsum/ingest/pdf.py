@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from docsum.errors import LoadError, one_line
-from docsum.ingest.loaded import PLACEHOLDER_TITLES, LoadedDocument, clip_title, first_line_title, name_title
-from docsum.ingest.textquality import garbage_reason
+from docsum.ingest.loaded import PLACEHOLDER_TITLES, LoadedDocument, clip_title, paged_document
+from docsum.ingest.ocr import MODE_AUTO, MODE_OFF, ORIGIN_NONE, ORIGIN_TEXT, missing_reason, wanted
+from docsum.ingest.tables import layout_page_text
+from docsum.ingest.textquality import PARTLY_READ, garbage_reason
 
 if TYPE_CHECKING:
     import pypdf
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
 # reach the user through LoadedDocument.warnings or LoadError instead.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
+# How the failure of a PDF without a text layer starts (without OCR).
+NO_TEXT = "no extractable text (scanned or image-only PDF?)"
 EXTRACTOR_PDFIUM = "pdfium"
 EXTRACTOR_PYPDF = "pypdf"
 
@@ -43,7 +47,7 @@ EXTRACTOR_PYPDF = "pypdf"
 # real file we have and keeps the worst case near 100 MB of parsed objects;
 # pypdf's per-stream parsing budget (2 million tokens) and its decompression
 # limits stay as they are and still bound a hostile file.
-PYPDF_LIMITS: dict[str, int] = {"array_maximum_element_count": 1_000_000}
+PYPDF_ARRAY_LIMIT = 1_000_000
 
 _FAILED_PAGE_WARNINGS = 3
 _FILENAME_LIKE = re.compile(r".*\.(pdf|docx?|odt|rtf|txt|tex|dvi|ps|indd|pptx?|xlsx?|html?)$", re.IGNORECASE)
@@ -126,15 +130,32 @@ def _page_by_page(path: Path, engines: list[PdfPages]) -> LoadedDocument | None:
         chosen.warnings.insert(
             0,
             (
-                f"only part of the text could be read: {page_ranges(unreadable)} of {total} came out as glyph codes "
+                f"{PARTLY_READ}: {page_ranges(unreadable)} of {total} came out as glyph codes "
                 "or symbols (a broken font encoding) and are left empty"
             ),
         )
     return _document(path, chosen, EXTRACTOR_PDFIUM if main == 0 else EXTRACTOR_PYPDF)
 
 
-def load_pdf(path: Path, data: bytes) -> LoadedDocument:
-    """The text of the PDF ``data`` (read from ``path``), one slot per page."""
+def load_pdf(path: Path, data: bytes, ocr: str = MODE_AUTO) -> LoadedDocument:
+    """The text of the PDF ``data`` (read from ``path``), one slot per page;
+    pages without a readable text layer are read by OCR as ``ocr`` says
+    (docsum.ingest.pdfocr)."""
+    if not wanted(ocr):
+        return _text_layer(path, data, ocr)
+    from docsum.ingest.pdfocr import with_ocr
+
+    try:
+        layer: LoadedDocument | None = _text_layer(path, data, ocr)
+    except LoadError as exc:
+        if not exc.reason.startswith(NO_TEXT):
+            raise
+        layer = None
+    return with_ocr(path, data, layer, ocr)
+
+
+def _text_layer(path: Path, data: bytes, ocr: str) -> LoadedDocument:
+    """The PDF's own text, from whichever engine reads it best."""
     label = str(path)
     pdfium_problem = ""
     pdfium: PdfPages | None = None
@@ -158,7 +179,7 @@ def load_pdf(path: Path, data: bytes) -> LoadedDocument:
             # Garbled beats nothing; its readable pages beat garbled.
             return _page_by_page(path, [pdfium]) or _document(path, pdfium, EXTRACTOR_PDFIUM)
         if pdfium_problem == "no text":
-            raise LoadError(label, "no extractable text (scanned or image-only PDF?)") from exc
+            raise LoadError(label, _no_text(ocr)) from exc
         not_pdf = not_a_pdf(data)
         if not_pdf:
             # "damaged PDF: PdfStreamError" would send the user hunting for a
@@ -176,10 +197,16 @@ def load_pdf(path: Path, data: bytes) -> LoadedDocument:
     ):
         return _document(path, pdfium, EXTRACTOR_PDFIUM)
     if not _has_text(fallback.texts):
-        raise LoadError(label, "no extractable text (scanned or image-only PDF?)")
+        raise LoadError(label, _no_text(ocr))
     if pdfium_problem not in ("no text", "password", "garbled"):
         fallback.warnings.insert(0, one_line(f"PDFium could not open the file ({pdfium_problem}); read with pypdf"))
     return _document(path, fallback, EXTRACTOR_PYPDF)
+
+
+def _no_text(ocr: str) -> str:
+    if ocr == MODE_OFF:
+        return f"{NO_TEXT} (--ocr off)"
+    return f"{NO_TEXT}; {missing_reason()}"
 
 
 # What a file named .pdf that is not one usually is, by its first bytes.
@@ -218,20 +245,8 @@ def clean_extracted(raw: str) -> str:
 
 
 def _document(path: Path, pages: PdfPages, extractor: str) -> LoadedDocument:
-    # Every page keeps its slot (an empty one if it failed) so page numbers
-    # in citations stay the real page numbers.
-    page_starts: list[int] = []
-    offset = 0
-    for idx, page_text in enumerate(pages.texts):
-        if idx:
-            offset += 2  # the "\n\n" separator
-        page_starts.append(offset)
-        offset += len(page_text)
-    text = "\n\n".join(pages.texts)
-    title = pages.metadata_title or first_line_title(text) or name_title(path)
-    return LoadedDocument(
-        text=text, page_starts=page_starts, title=title, kind="pdf", warnings=pages.warnings, extractor=extractor
-    )
+    origins = "".join(ORIGIN_TEXT if _has_text([page]) else ORIGIN_NONE for page in pages.texts)
+    return paged_document(path, pages.texts, pages.metadata_title, "pdf", pages.warnings, extractor, origins)
 
 
 def _usable_title(raw: object) -> str | None:
@@ -294,7 +309,7 @@ def pdfium_pages(data: bytes) -> PdfPages:
                 try:
                     textpage = page.get_textpage()
                     try:
-                        raw = textpage.get_text_range(errors="replace")
+                        raw = layout_page_text(textpage, textpage.get_text_range(errors="replace"))
                     finally:
                         textpage.close()
                 finally:
@@ -322,7 +337,7 @@ def pdfium_pages(data: bytes) -> PdfPages:
 def _pypdf_limits() -> AbstractContextManager[Any]:
     import pypdf
 
-    return pypdf.apply_configuration(**PYPDF_LIMITS)
+    return pypdf.apply_configuration(array_maximum_element_count=PYPDF_ARRAY_LIMIT)
 
 
 def _damaged(label: str, exc: BaseException) -> LoadError:

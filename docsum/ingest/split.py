@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from docsum.ingest.boundaries import Cutter, Span, cut_spans, paragraph_cuts, phrase_cuts, sentence_cuts, word_cuts
+from docsum.ingest.tables import Table
 from docsum.models.tokens import Tokenizer
 from docsum.settings import default
 
@@ -36,7 +37,15 @@ class Chunk:
     start_char: int
     end_char: int
     pages: tuple[int, ...]  # 1-based pages the span touches; () for page-less documents
-    token_count: int
+    token_count: int  # of node_text
+    # The heading lines of the table this chunk starts inside ("" for none):
+    # repeated above the rows so every row still says what its columns are.
+    heading: str = ""
+
+    @property
+    def node_text(self) -> str:
+        """The text a node holds: the repeated table heading, then the span."""
+        return f"{self.heading}\n{self.text}" if self.heading else self.text
 
 
 _NON_SPACE = re.compile(r"\S")
@@ -159,13 +168,13 @@ def _refine(
         next_counts: list[int] = []
         next_flags: list[bool] = []
         for idx, span in enumerate(spans):
-            parts = replaced.get(idx)
-            if parts is None:
+            pieces = replaced.get(idx)
+            if pieces is None:
                 next_spans.append(span)
                 next_counts.append(counts[idx])
                 next_flags.append(split_flags[idx])
             else:
-                for part in parts:
+                for part in pieces:
                     next_spans.append(part)
                     next_counts.append(next(new_counts))
                     next_flags.append(True)
@@ -200,12 +209,32 @@ def _refine(
     return spans, counts, split_flags
 
 
-def _document_atoms(text: str, budget: _Budget) -> _Atoms:
+def _row_cuts(text: str, start: int, end: int, tables: Sequence[Table]) -> list[int]:
+    """Line starts inside a table within text[start:end]: a table's rows are
+    its sentences, so a chunk starts at a row, never inside one."""
+    cuts: list[int] = []
+    for table in tables:
+        lo, hi = max(start, table.heading_start), min(end, table.end)
+        pos = text.find("\n", lo, hi)
+        while pos >= 0:
+            if pos > start:
+                cuts.append(pos)
+            pos = text.find("\n", pos + 1, hi)
+    return cuts
+
+
+def _document_atoms(text: str, budget: _Budget, tables: Sequence[Table] = ()) -> _Atoms:
     paragraphs = cut_spans(0, len(text), paragraph_cuts(text, 0, len(text)))
     sentences: list[Span] = []
     para_of: list[int] = []
+    table_starts = [t.heading_start for t in tables]
+    table_ends = [t.end for t in tables]  # tables never overlap, so these ascend too
     for p_idx, (s, e) in enumerate(paragraphs):
-        for span in cut_spans(s, e, sentence_cuts(text, s, e)):
+        cuts = sentence_cuts(text, s, e)
+        lo, hi = bisect.bisect_right(table_ends, s), bisect.bisect_left(table_starts, e)
+        if lo < hi:  # the paragraph holds (part of) a table
+            cuts = sorted(set(cuts).union(_row_cuts(text, s, e, tables[lo:hi])))
+        for span in cut_spans(s, e, cuts):
             sentences.append(span)
             para_of.append(p_idx)
     counts = budget.raw_counts([text[s:e] for s, e in sentences])
@@ -267,9 +296,26 @@ def _split_further(text: str, start: int, end: int, budget: _Budget) -> list[tup
     return parts
 
 
-def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str, int]]:
-    """Greedy packing; returns (start, end, text, real token count) per chunk."""
+# The repeated heading of a chunk starting at a position: (text, raw tokens).
+HeadingAt = Callable[[int], tuple[str, int]]
+
+
+def _no_heading(_pos: int) -> tuple[str, int]:
+    return "", 0
+
+
+def _pack(
+    text: str, atoms: _Atoms, budget: _Budget, heading_at: HeadingAt = _no_heading
+) -> list[tuple[int, int, str, int, str]]:
+    """Greedy packing; returns (start, end, text, real token count, heading) per chunk.
+
+    A chunk that starts inside a table spends ``heading_at``'s tokens on the
+    repeated heading, so its budget for the span is that much smaller."""
     limit, overlap_limit = budget.limit, budget.overlap
+
+    def head_cost(atom: int) -> int:
+        return heading_at(starts[atom])[1]
+
     starts, ends, counts, glue = atoms.starts, atoms.ends, atoms.counts, atoms.glue
     if not counts:
         return []
@@ -289,12 +335,12 @@ def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str
                 nxt = idx
 
     index()
-    out: list[tuple[int, int, str, int]] = []
+    out: list[tuple[int, int, str, int, str]] = []
     first = 0  # first atom of the current chunk (overlap included)
     fresh = 0  # first atom not yet in any chunk
     while fresh < len(counts):
         n = len(counts)
-        total = prefix[fresh] - prefix[first]
+        total = prefix[fresh] - prefix[first] + head_cost(first)
         stop = fresh
         while stop < n:
             g_end = group_end[stop]
@@ -305,7 +351,7 @@ def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str
                 # The overlap was sized so this cannot happen unless the group
                 # alone is oversize (an indivisible character); give it room.
                 first = fresh
-                total = 0
+                total = head_cost(fresh)
             total += g_total
             stop = g_end
 
@@ -313,7 +359,8 @@ def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str
         resplit = False
         while True:
             s, e, piece = _strip_span(text, starts[first], ends[stop - 1])
-            real = budget.raw_count(piece)
+            heading = heading_at(s)[0] if piece else ""
+            real = budget.raw_count(f"{heading}\n{piece}" if heading else piece)
             if real <= limit:
                 break
             if stop - 1 > fresh:
@@ -337,7 +384,7 @@ def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str
         # New atoms that are only whitespace (the document's tail) would yield
         # a chunk lying wholly inside the previous one.
         if piece and (not out or e > out[-1][1]):
-            out.append((s, e, piece, budget.tokenizer.inflate(real)))
+            out.append((s, e, piece, budget.tokenizer.inflate(real), heading))
         if stop >= n:
             break
 
@@ -349,7 +396,7 @@ def _pack(text: str, atoms: _Atoms, budget: _Budget) -> list[tuple[int, int, str
             ov_first -= 1
             ov_total += counts[ov_first]
         next_group = prefix[group_end[stop]] - prefix[stop]
-        while ov_first < stop and ov_total + next_group > limit:
+        while ov_first < stop and ov_total + head_cost(ov_first) + next_group > limit:
             ov_total -= counts[ov_first]
             ov_first += 1
         while ov_first < stop:
@@ -371,22 +418,62 @@ def split_document(
     chunk_size: int = default("chunk_size"),
     chunk_overlap: int = default("chunk_overlap"),
     page_starts: list[int] | None = None,
+    tables: Sequence[Table] = (),
 ) -> list[Chunk]:
     """Split ``text`` into overlapping chunks of at most ``chunk_size`` tokens.
 
     ``page_starts[i]`` is the offset where page ``i + 1`` begins.  The only
     chunks that can exceed ``chunk_size`` are a single character or a single
     token that by itself counts as more than that (tiny budgets, emoji).
+    ``tables`` are the tables of ``text`` (docsum.ingest.tables.find_tables):
+    they are cut at rows, and a chunk that starts inside one carries the
+    table's heading lines in ``Chunk.heading`` (its count includes them).
     """
     _validate(chunk_size, chunk_overlap)
     if not text.strip():
         return []
     budget = _make_budget(tokenizer, chunk_size, chunk_overlap)
-    atoms = _document_atoms(text, budget)
+    atoms = _document_atoms(text, budget, tables)
     chunks: list[Chunk] = []
-    for s, e, piece, count in _pack(text, atoms, budget):
-        chunks.append(Chunk(piece, s, e, _pages_for(text, page_starts, s, e), count))
+    for s, e, piece, count, heading in _pack(text, atoms, budget, _heading_lookup(text, tables, budget)):
+        chunks.append(Chunk(piece, s, e, _pages_for(text, page_starts, s, e), count, heading))
     return chunks
+
+
+def _heading_lookup(text: str, tables: Sequence[Table], budget: _Budget) -> HeadingAt:
+    """What a chunk starting at a position repeats: the heading lines of the
+    table it starts inside that lie before it (all of them for a start among
+    the rows), as many of the last lines as fit in half the budget."""
+    if not tables:
+        return _no_heading
+    heading_starts = [t.heading_start for t in tables]
+    memo: dict[tuple[int, int], tuple[str, int]] = {}
+
+    def heading_at(pos: int) -> tuple[str, int]:
+        k = bisect.bisect_right(heading_starts, pos) - 1
+        if k < 0 or not (tables[k].heading_start < pos < tables[k].end):
+            return "", 0
+        table = tables[k]
+        upto = min(pos, table.heading_end)
+        if pos < table.body_start:  # inside the heading: only its whole lines above pos
+            upto = text.rfind("\n", table.heading_start, pos)
+            if upto < 0:
+                return "", 0
+        key = (k, upto)
+        if key not in memo:
+            lines = [ln.rstrip() for ln in text[table.heading_start : upto].split("\n") if ln.strip()]
+            heading, count = "", 0
+            while lines:
+                heading = "\n".join(lines)
+                count = budget.raw_count(heading + "\n")
+                if count <= budget.limit // 2:
+                    break
+                lines.pop(0)
+                heading, count = "", 0
+            memo[key] = (heading, count)
+        return memo[key]
+
+    return heading_at
 
 
 def _pages_for(text: str, page_starts: list[int] | None, start: int, end: int) -> tuple[int, ...]:
@@ -448,7 +535,7 @@ def iter_split_tokens(text: str, chunk_size: int, chunk_overlap: int, tokenizer:
         if not final and len(pieces) < 2:
             window *= 2  # a window must hold at least one finished piece
             continue
-        for _s, e, piece, _ in pieces if final else pieces[:-1]:
+        for _s, e, piece, _, _ in pieces if final else pieces[:-1]:
             if pos + e > last_end:
                 last_end = pos + e
                 yield piece

@@ -13,6 +13,8 @@ from collections import Counter
 
 # How every reason starts, so a person (and a test) can tell this failure.
 UNREADABLE = "unreadable text, not summarized"
+# How the warning for a PDF only some of whose pages read starts.
+PARTLY_READ = "only part of the text could be read"
 # Below this many visible characters there is too little to judge.
 MIN_CHARS = 40
 # Symbol soup: letters are less than this share of the visible characters

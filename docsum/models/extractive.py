@@ -403,12 +403,12 @@ def _select(
     chosen_terms: list[set[str]] = []
     used = 0
     best = scored[0][0] if scored else 0.0
-    for score, pos, text, bag in scored:
+    for score, pos, text, words in scored:
         if any_overlap and score <= 0:
             break
         if focused and chosen and (len(chosen) >= MAX_ANSWER_SENTENCES or score < RELATIVE_FLOOR * best):
             break
-        if any(bag and len(bag & other) / len(bag | other) > 0.6 for other in chosen_terms):
+        if any(words and len(words & other) / len(words | other) > 0.6 for other in chosen_terms):
             continue
         cost = tokenizer.count(text) + 1
         if used + cost > budget:
@@ -418,11 +418,11 @@ def _select(
                 # so the answer never exceeds the output budget.
                 head = _head_within(text, max(1, budget * 3 // 4), tokenizer)
                 chosen.append((pos, head))
-                chosen_terms.append(bag)
+                chosen_terms.append(words)
                 used = tokenizer.count(head) + 1
             continue
         chosen.append((pos, text))
-        chosen_terms.append(bag)
+        chosen_terms.append(words)
         used += cost
     return chosen
 

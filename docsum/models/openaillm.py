@@ -123,7 +123,7 @@ class OpenAILLM(LLM):
             )
         # The URL's user part travels as a Basic Authorization header that we
         # set ourselves, never inside the URL (where messages could show it).
-        self.base_url = url_without_credentials(base_url) if credentials else base_url
+        self.base_url = url_without_credentials(base_url) if base_url and credentials else base_url
         self._headers: dict[str, str] = {}
         if credentials:
             import base64
@@ -389,7 +389,7 @@ class OpenAILLM(LLM):
                 raise
             except (openai.OpenAIError, ValueError, OSError) as exc:
                 self.record(CallRecord(template.kind, self.metadata.model, 0, 0, time.monotonic() - started, ok=False))
-                if opened and (is_timeout(exc) or is_timeout(exc.__cause__)):
+                if opened and (is_timeout(exc) or (exc.__cause__ is not None and is_timeout(exc.__cause__))):
                     raise LLMError(
                         f"stream from {self._where()} did not finish within {self.timeout:g}s "
                         f"(DOCSUM_TIMEOUT) after {len(parts)} pieces"

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from docsum.citations import display_names
 from docsum.errors import ConfigError, ContextLengthError, DocsumError, LLMError
+from docsum.ingest.ocr import ocr_pages
 from docsum.locations import StoreLocation, display_location
 from docsum.models.abstain import relevance_floor, says_cannot_answer
 from docsum.models.calls import call_budget
@@ -345,9 +346,18 @@ class _Run:
         response: Response = await _in_step(answer_step, synth.asynthesize(question, nodes, **options.variables))
         records = store.get_documents(list(dict.fromkeys(n.node.doc_id for n in response.source_nodes)))
         roots = {d.doc_id: d.root for d in records}
+        origins = {d.doc_id: d.page_origins for d in records}
         shared = {d.path for d in records if len(store.find_documents(d.path)) > 1}
         sources = [
-            Source(n.node.doc_id, n.node.path, roots.get(n.node.doc_id, ""), tuple(n.node.pages), n.score, n.node.text)
+            Source(
+                n.node.doc_id,
+                n.node.path,
+                roots.get(n.node.doc_id, ""),
+                tuple(n.node.pages),
+                n.score,
+                n.node.text,
+                ocr_pages(origins.get(n.node.doc_id, ""), tuple(n.node.pages)),
+            )
             for n in response.source_nodes
         ]
         result = AskResult(

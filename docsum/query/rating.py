@@ -105,8 +105,10 @@ def parse_choices(answer: str, num_choices: int) -> list[tuple[int, float | None
         if doc not in found:
             order.append(doc)
             found[doc] = rel
-        elif rel is not None and (found[doc] is None or rel > found[doc]):  # type: ignore[operator]
-            found[doc] = rel
+        elif rel is not None:
+            held = found[doc]
+            if held is None or rel > held:
+                found[doc] = rel
 
     parsed_json = _parse_json_choices(answer)
     if parsed_json is not None:
@@ -117,7 +119,7 @@ def parse_choices(answer: str, num_choices: int) -> list[tuple[int, float | None
             for doc, rel in _parse_line(line):
                 add(doc, rel)
     first = {d: i for i, d in enumerate(order)}
-    ranked = sorted(order, key=lambda d: (-(found[d] if found[d] is not None else -1.0), first[d]))
+    ranked = sorted(order, key=lambda d: (-(score if (score := found[d]) is not None else -1.0), first[d]))
     return [(d, found[d]) for d in ranked]
 
 

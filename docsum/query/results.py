@@ -67,6 +67,7 @@ class Source:
     pages: tuple[int, ...]
     score: float | None
     text: str
+    ocr_pages: tuple[int, ...] = ()  # those of `pages` whose text OCR read (a scan may be misread)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +77,8 @@ class Source:
             "pages": list(self.pages),
             "score": self.score,
             "text": self.text,
+            "ocr": bool(self.ocr_pages),
+            "ocr_pages": list(self.ocr_pages),
         }
 
 

@@ -271,9 +271,9 @@ def _choose(
         best = max(c.relevance or 0.0 for c in chosen)
         chosen = [c for c in chosen if (c.relevance or 0.0) >= relative * best]
     if not chosen and ranked:
-        best = max((c.relevance for c in ranked[:top_k] if c.relevance is not None), default=None)
-        if floor is not None and (ranked[0].score or 0) > 0 and best is not None:
-            notes.append(f"no document reaches the relevance floor of {floor:g} (best {best:.3f})")
+        top = max((c.relevance for c in ranked[:top_k] if c.relevance is not None), default=None)
+        if floor is not None and (ranked[0].score or 0) > 0 and top is not None:
+            notes.append(f"no document reaches the relevance floor of {floor:g} (best {top:.3f})")
         else:
             notes.append("no summary shares anything with the question")
     for c in chosen:
@@ -410,8 +410,8 @@ async def retrieve_fused(
     # document whose best passages match best: answers are read from nodes.
     order = np.lexsort((-found.summary, -found.best_nodes, -fused))
     ranked = _kept_candidates(corpus, evidence.doc_ids, order, fused, signals, "fused", keep, top_k)
-    found = _choose("fused", _with_coverage(evidence, query, ranked), top_k, notes, floor, _relative(floor))
-    return _held_together(found, evidence, query, floor)
+    chosen = _choose("fused", _with_coverage(evidence, query, ranked), top_k, notes, floor, _relative(floor))
+    return _held_together(chosen, evidence, query, floor)
 
 
 def aligned_scores(doc_ids: list[str], ids: list[str], scores: np.ndarray) -> np.ndarray:

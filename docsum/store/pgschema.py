@@ -15,6 +15,7 @@ from docsum.errors import ConfigError, DocsumError, StoreVersionError
 from docsum.locations import display_location, location_secrets
 from docsum.sanitize import Redactor, scrub
 from docsum.store.pgvector import SEARCH_PATH_SQL
+from docsum.store.records import aggregate_row
 from docsum.store.tables import V1_TABLES
 
 if TYPE_CHECKING:
@@ -80,6 +81,10 @@ PG_MIGRATIONS: list[str] = [
     """
     INSERT INTO meta (key, value) VALUES ('vector_table', '"summary_vectors"') ON CONFLICT (key) DO NOTHING;
     """,
+    # v3: each page's text origin, as in the SQLite store's v4.
+    """
+    ALTER TABLE documents ADD COLUMN page_origins TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 
@@ -120,8 +125,7 @@ def migrate(conn: psycopg.Connection[Any], where: str) -> None:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
             conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.schema_version (version INTEGER NOT NULL)")
             current = schema_version(conn) or 0
-            row = conn.execute(f"SELECT count(*) FROM {SCHEMA}.schema_version").fetchone()
-            if row[0] == 0:
+            if aggregate_row(conn.execute(f"SELECT count(*) FROM {SCHEMA}.schema_version"))[0] == 0:
                 conn.execute(f"INSERT INTO {SCHEMA}.schema_version (version) VALUES (0)")
             if current > len(migrations):
                 raise StoreVersionError(f"{where}: written by a newer docsum (schema v{current}); upgrade docsum")

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from docsum.lexical import LEXICAL_EMBED_MODEL
+from docsum.store.records import Executor, aggregate_row
 
 if TYPE_CHECKING:
     import numpy as np
@@ -149,9 +150,7 @@ def create_table(conn: psycopg.Connection[Any], dim: int) -> int:
     return dim
 
 
-def write_row(
-    conn: psycopg.Connection[Any], dim: int, doc_id: str, vector: np.ndarray | None, model: str | None
-) -> None:
+def write_row(conn: Executor, dim: int, doc_id: str, vector: np.ndarray | None, model: str | None) -> None:
     """Bring `doc_id`'s row in line with its stored vector (inside the
     caller's transaction): written when it can be searched here, else gone."""
     if vector is not None and searchable(model) and int(vector.shape[-1]) == dim:
@@ -215,9 +214,9 @@ def server_search(conn: psycopg.Connection[Any]) -> tuple[ServerSearch | None, s
             None,
             "pgvector is installed, but no summary has a vector it can search (offline lexical vectors stay local)",
         )
-    documents, rows, low, high = conn.execute(
-        f"SELECT (SELECT count(*) FROM documents), count(*), min(model), max(model) FROM {TABLE}"
-    ).fetchone()
+    documents, rows, low, high = aggregate_row(
+        conn.execute(f"SELECT (SELECT count(*) FROM documents), count(*), min(model), max(model) FROM {TABLE}")
+    )
     if rows == 0 or rows != documents or low != high:
         why = "two embedding models" if low != high else "not every summary has a vector there yet"
         return None, f"pgvector is installed, but {why}"

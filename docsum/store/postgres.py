@@ -46,8 +46,8 @@ from docsum.locations import display_location
 from docsum.paths import data_dir
 from docsum.store import pgclaims, pgschema, pgvector
 from docsum.store.pgschema import driver_errors
-from docsum.store.records import StoredVersion, decode_embedding
-from docsum.store.sqlbase import Executor, SqlStore
+from docsum.store.records import Executor, StoredVersion, aggregate_row, decode_embedding
+from docsum.store.sqlbase import SqlStore
 from docsum.store.vectors import VectorChange, VectorChanges
 
 if TYPE_CHECKING:
@@ -201,7 +201,7 @@ class PostgresStore(SqlStore):
             # REPEATABLE READ: the xmin, the rows and the tombstones all come from one snapshot.
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
-                generation = int(conn.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text").fetchone()[0])
+                generation = int(aggregate_row(conn.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text"))[0])
                 store_id = str(self.get_meta("store_id", ""))
                 if since > generation:
                     since = 0

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from docsum.sanitize import scrub
 from docsum.store.tables import DOCUMENTS, NODES
@@ -90,6 +90,8 @@ class DocumentRecord:
     embedding_model: str | None = None
     added_at: str = ""
     updated_at: str = ""
+    # One character a page: "t" text layer, "o" OCR, "-" unreadable (docsum.ingest.ocr); "" without pages.
+    page_origins: str = ""
 
 
 @dataclass
@@ -140,7 +142,8 @@ def dumps_json(value: Any) -> str:
 
 
 # The column lists every read and write names, in table order (docsum.store.tables).
-DOC_COLUMNS = DOCUMENTS.column_names
+# page_origins: added by migration v4 (SQLite) / v3 (PostgreSQL).
+DOC_COLUMNS = DOCUMENTS.column_names + ", page_origins"
 # Same columns without loading the embedding blobs (a few KB per document).
 DOC_COLUMNS_NO_EMBEDDING = DOC_COLUMNS.replace("embedding, embedding_model", "NULL, embedding_model")
 NODE_COLUMNS = NODES.column_names
@@ -172,7 +175,7 @@ def document_params(doc: DocumentRecord, added_at: str, updated_at: str) -> tupl
         doc.doc_id, storable(doc.path), storable(doc.root), doc.size, doc.mtime_ns, doc.sha256, storable(doc.title),
         storable(doc.kind), doc.token_count, doc.page_count, doc.split_fingerprint,
         doc.summary_fingerprint, storable(doc.summary), storable(doc.summary_model), embedding,
-        None if model is None else storable(model), added_at, updated_at,
+        None if model is None else storable(model), added_at, updated_at, storable(doc.page_origins),
     )  # fmt: skip
 
 
@@ -223,7 +226,7 @@ def stack_embeddings(rows: Sequence[Sequence[Any]]) -> tuple[list[str], np.ndarr
 def document_from_row(row: Sequence[Any]) -> DocumentRecord:
     (
         doc_id, path, root, size, mtime_ns, sha256, title, kind, token_count, page_count,
-        split_fp, summary_fp, summary, summary_model, embedding, embedding_model, added_at, updated_at,
+        split_fp, summary_fp, summary, summary_model, embedding, embedding_model, added_at, updated_at, page_origins,
     ) = tuple(row)  # fmt: skip
     return DocumentRecord(
         doc_id=doc_id,
@@ -244,6 +247,7 @@ def document_from_row(row: Sequence[Any]) -> DocumentRecord:
         embedding_model=embedding_model,
         added_at=added_at,
         updated_at=updated_at,
+        page_origins=page_origins or "",
     )
 
 
@@ -269,3 +273,18 @@ def summary_index_text(path: str, title: str, summary: str) -> str:
     if title and title.strip() and title.strip() != Path(path).stem:
         head += f"\nTitle: {title.strip()}"
     return f"{head}\n{summary.strip()}"
+
+
+class Executor(Protocol):
+    """A connection inside a write transaction (sqlite3 or psycopg)."""
+
+    def execute(self, sql: Any, params: Any = ...) -> Any: ...
+
+
+def aggregate_row(cursor: Any) -> Any:
+    """The row of an aggregate query without GROUP BY (`SELECT count(*) ...`),
+    which a database always returns; a driver types fetchone() as optional."""
+    row = cursor.fetchone()
+    if row is None:
+        raise RuntimeError("an aggregate query returned no row")
+    return row

@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from docsum.errors import DocsumError
 from docsum.store.base import ClosesOnExit
@@ -31,6 +31,7 @@ from docsum.store.records import (
     STORED_FILE_COLUMNS,
     CallRow,
     DocumentRecord,
+    Executor,
     NodeRecord,
     StoredFile,
     call_params,
@@ -81,12 +82,6 @@ _RUN_KEYS = ("id", "kind", "started_at", "finished_at", "status", "settings", "l
              "completion_tokens", "usage", "documents")  # fmt: skip
 _RUN_JSON_KEYS = ("settings", "usage", "documents")
 _CALL_KEYS = ("kind", "model", "prompt_tokens", "completion_tokens", "seconds", "ok", "at")
-
-
-class Executor(Protocol):
-    """A connection inside a write transaction (sqlite3 or psycopg)."""
-
-    def execute(self, sql: Any, params: Any = ...) -> Any: ...
 
 
 class SqlStore(ClosesOnExit):

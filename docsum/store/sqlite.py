@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from docsum.errors import DocsumError, StoreDamagedError
 from docsum.paths import private_umask
 from docsum.store import damage, sqlite_schema
-from docsum.store.records import StoredVersion, decode_embedding
-from docsum.store.sqlbase import Executor, SqlStore
+from docsum.store.records import Executor, StoredVersion, decode_embedding
+from docsum.store.sqlbase import SqlStore
 from docsum.store.vectors import VectorChange, VectorChanges, cache_path_for
 
 if TYPE_CHECKING:  # numpy is imported where vectors are touched: listing documents needs none

@@ -78,6 +78,12 @@ MIGRATIONS: list[str] = [
     END;
     INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', '"' || lower(hex(randomblob(16))) || '"');
     """,
+    # v4: where each page's text came from (docsum.ingest.ocr: "t" text
+    # layer, "o" OCR, "-" none), one character a page; '' for documents
+    # without pages and for those stored before v4.
+    """
+    ALTER TABLE documents ADD COLUMN page_origins TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 

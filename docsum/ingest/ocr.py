@@ -1,0 +1,233 @@
+"""Reading pictures of pages: the optional OCR engine (``pip install 'docsum[ocr]'``).
+
+The engine is RapidOCR (PP-OCR detection and recognition models as ONNX,
+run by onnxruntime). Its wheel carries the models; this module hands their
+paths to it explicitly, so its "download a missing model" branch is never
+taken and nothing leaves the machine (it has no telemetry). Everything here
+runs in a parse worker (docsum.ingest.parsing): under that worker's time and
+memory limits, killed with it on SIGINT.
+
+A page reaches OCR as a greyscale numpy array (a PDF page rendered by PDFium,
+or one frame of an image file). Both are capped in pixels before OCR, so a
+page bomb (a 200-inch page, a 100,000-pixel-wide PNG) costs a bounded amount
+of memory; a file with more pages than OCR_MAX_PAGES has the rest left unread
+with a warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# What the user installs; every message about missing OCR names it.
+OCR_EXTRA = "docsum[ocr]"
+MODE_AUTO, MODE_OFF, MODE_FORCE = "auto", "off", "force"
+MODES = (MODE_AUTO, MODE_OFF, MODE_FORCE)
+# The document kinds (docsum.ingest.formats) whose text OCR may change.
+PAGED_KINDS = frozenset({"pdf", "image"})
+# A page's text origin, one character per page in LoadedDocument.page_origins.
+ORIGIN_TEXT, ORIGIN_OCR, ORIGIN_NONE = "t", "o", "-"
+
+# Resolution a PDF page is rendered at for OCR. 200 dpi puts 10-point print
+# at about 28 pixels a line, where the recognizer is accurate (bench/ocr.py
+# measures word error and speed against 150 and 300).
+RENDER_DPI = 200
+# Pixels of one page image given to OCR: a Letter page at 200 dpi is 3.7
+# million; anything larger is scaled down to this first (memory stays near
+# 100 MB a page, whatever the file claims its page size is).
+MAX_PAGE_PIXELS = 12_000_000
+# Pages of one file OCR reads; at 2-10 s a page more would take hours, and
+# a file claiming thousands of blank scanned pages is the classic page bomb.
+OCR_MAX_PAGES = 1000
+# Recognized text below this confidence is dropped (RapidOCR's own default).
+_MIN_SCORE = 0.5
+
+_MODEL_FILES = {
+    "Det": "PP-OCRv6_det_small.onnx",
+    "Rec": "PP-OCRv6_rec_small.onnx",
+    "Cls": "ch_ppocr_mobile_v2.0_cls_mobile.onnx",
+}
+
+
+class OcrUnavailable(Exception):
+    """The OCR extra is not installed (or its models are missing)."""
+
+
+@dataclass(frozen=True)
+class PageCounts:
+    """How a document's pages were read, from its page origins."""
+
+    pages: int
+    ocr: int
+    unreadable: int
+
+    @classmethod
+    def of(cls, origins: str) -> PageCounts:
+        return cls(len(origins), origins.count(ORIGIN_OCR), origins.count(ORIGIN_NONE))
+
+    def __add__(self, other: PageCounts) -> PageCounts:
+        return PageCounts(self.pages + other.pages, self.ocr + other.ocr, self.unreadable + other.unreadable)
+
+    def describe(self) -> str:
+        """ "12 of 40 pages by OCR, 1 unreadable"; '' when every page had a text layer."""
+        if not (self.ocr or self.unreadable):
+            return ""
+        unreadable = f", {self.unreadable} unreadable" if self.unreadable else ""
+        return f"{self.ocr} of {self.pages} page{'s' if self.pages != 1 else ''} by OCR{unreadable}"
+
+    def as_dict(self) -> dict[str, int]:
+        return {"pages": self.pages, "ocr": self.ocr, "unreadable": self.unreadable}
+
+
+def ocr_pages(origins: str, pages: tuple[int, ...]) -> tuple[int, ...]:
+    """Those of ``pages`` (1-based) whose text OCR read, by the document's ``origins``."""
+    return tuple(p for p in pages if 0 < p <= len(origins) and origins[p - 1] == ORIGIN_OCR)
+
+
+def installed() -> bool:
+    """The OCR extra's packages can be imported (without importing them)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("rapidocr", "onnxruntime"))
+
+
+def missing_reason() -> str:
+    """The end of a message for a file that needs OCR when it is not installed."""
+    return f"install {OCR_EXTRA} to read it with OCR, or list it in .docsumignore"
+
+
+def wanted(mode: str) -> bool:
+    """OCR is to run at all under ``mode`` (and can: the extra is installed)."""
+    return mode != MODE_OFF and installed()
+
+
+def effective_mode(mode: str) -> str:
+    """``mode`` as it acts here: "off" when the extra is not installed."""
+    return mode if wanted(mode) else MODE_OFF
+
+
+@dataclass(frozen=True)
+class PageImage:
+    """One page to recognize: greyscale pixels, and a note when they were scaled down."""
+
+    pixels: np.ndarray
+    note: str = ""
+
+
+def capped_scale(width: float, height: float, scale: float) -> float:
+    """``scale`` for a ``width`` x ``height`` picture, lowered so the result
+    holds at most MAX_PAGE_PIXELS pixels."""
+    area = max(width, 1.0) * max(height, 1.0) * scale * scale
+    if area <= MAX_PAGE_PIXELS:
+        return scale
+    return scale * math.sqrt(MAX_PAGE_PIXELS / area)
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+_THREADS: list[int] = []  # set by the parse worker from its request (see set_threads)
+
+
+def set_threads(threads: int) -> None:
+    """onnxruntime threads for this process's OCR: the build gives each
+    worker its share of the cores (two workers on two cores: one each), so
+    parallel files do not fight over the same cores."""
+    _THREADS[:] = [max(1, threads)]
+
+
+def _threads() -> int:
+    if _THREADS:
+        return _THREADS[0]
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@functools.cache
+def _engine(threads: int) -> Any:
+    """One RapidOCR per worker process and thread count, built on first use
+    (about a second: the models are loaded once, then serve every page)."""
+    if not installed():
+        raise OcrUnavailable(f"OCR is not installed ({OCR_EXTRA})")
+    import rapidocr
+
+    models = Path(rapidocr.__file__).parent / "models"
+    params: dict[str, Any] = {
+        "Global.log_level": "error",
+        # Upright print: the 180-degree line classifier only costs time.
+        "Global.use_cls": False,
+        # Det: the longer side at most 1280 px (measured: as accurate on a
+        # 200-dpi page as the full size, and half the detection time).
+        "Det.limit_type": "max",
+        "Det.limit_side_len": 1280,
+        "EngineConfig.onnxruntime.intra_op_num_threads": max(1, threads),
+        "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+    }
+    for task, name in _MODEL_FILES.items():
+        model = models / name
+        if not model.is_file():
+            # Never let RapidOCR fetch it: say what is wrong instead.
+            raise OcrUnavailable(f"the OCR model {name} is missing from the rapidocr install; reinstall {OCR_EXTRA}")
+        params[f"{task}.model_path"] = str(model)
+    from rapidocr import RapidOCR
+
+    return RapidOCR(params=params)
+
+
+def recognize(page: PageImage) -> str:
+    """The text on ``page``, line by line in reading order ('' if none)."""
+    result = _engine(_threads())(page.pixels)
+    boxes = getattr(result, "boxes", None)
+    texts = getattr(result, "txts", None)
+    scores = getattr(result, "scores", None)
+    if boxes is None or not texts:
+        return ""
+    found = [
+        (box, str(text))
+        for box, text, score in zip(boxes, texts, scores or [1.0] * len(texts))
+        if float(score) >= _MIN_SCORE and str(text).strip()
+    ]
+    return layout_lines([(_bounds(box), text) for box, text in found])
+
+
+def _bounds(box: Any) -> tuple[float, float, float, float]:
+    xs = [float(point[0]) for point in box]
+    ys = [float(point[1]) for point in box]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
+def layout_lines(pieces: list[tuple[tuple[float, float, float, float], str]]) -> str:
+    """Recognized pieces (x0, y0, x1, y1 and text) as lines of text: pieces
+    whose vertical middles fall within one line's height are one line, read
+    left to right; a gap of more than a line's height between lines starts a
+    new paragraph (a blank line), which the splitter treats as a boundary."""
+    lines: list[list[tuple[tuple[float, float, float, float], str]]] = []
+    for piece in sorted(pieces, key=lambda p: (p[0][1] + p[0][3]) / 2):
+        (_, y0, _, y1), _ = piece
+        middle = (y0 + y1) / 2
+        if lines:
+            last = lines[-1]
+            top = min(b[1] for b, _ in last)
+            bottom = max(b[3] for b, _ in last)
+            if top <= middle <= bottom:
+                last.append(piece)
+                continue
+        lines.append([piece])
+    out: list[str] = []
+    previous_bottom: float | None = None
+    for line in lines:
+        top = min(b[1] for b, _ in line)
+        bottom = max(b[3] for b, _ in line)
+        if previous_bottom is not None and top - previous_bottom > (bottom - top):
+            out.append("")
+        out.append(" ".join(text.strip() for _, text in sorted(line, key=lambda p: p[0][0])))
+        previous_bottom = bottom
+    return "\n".join(out)
