@@ -8,12 +8,12 @@ import functools
 import inspect
 import logging
 import os
-import signal
 import sys
 import traceback
-from collections.abc import Awaitable, Callable
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import typer.core
@@ -29,8 +29,6 @@ if TYPE_CHECKING:  # the engines (and numpy) load when a command asks for one; t
     from docsum.config import Settings
     from docsum.locations import StoreLocation
     from docsum.models.llm import LLM
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -156,6 +154,8 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
     logger = logging.getLogger("docsum")
     saved = (list(logger.handlers), logger.propagate, logger.level)
     configure_logging(env)
+    shown_warnings = warnings.showwarning
+    warnings.showwarning = env.show_warning
     code: int = ExitCode.OK
     failure: tuple[str, str] | None = None  # (type, message) for the --json error document
     try:
@@ -211,6 +211,7 @@ def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[st
     finally:
         # Library users (and in-process tests) keep their own logging setup.
         logger.handlers[:], logger.propagate, logger.level = saved[0], saved[1], saved[2]
+        warnings.showwarning = shown_warnings
     if flags.get("json") and failure is not None and not env.wrote_stdout:
         # With --json every outcome is one JSON document on stdout. The message
         # is as scrubbed as the stderr line: it is the same library text.
@@ -278,39 +279,3 @@ class DocsumCommand(typer.core.TyperCommand):
             if heading in groups:
                 with formatter.section(f"{heading} options"):
                     formatter.write_dl(groups[heading])
-
-
-def run_async(coro_factory: Callable[[], Awaitable[T]]) -> T:
-    """Run the command's coroutine; SIGINT and SIGTERM cancel it cleanly (open
-    transactions roll back, locks are released) and become exit 130 / 143."""
-    import asyncio  # here: a command that runs no coroutine (--help, show) never loads it
-
-    async def main() -> T:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        received: list[int] = []
-
-        def stop(signum: int) -> None:
-            received.append(signum)
-            assert task is not None
-            task.cancel()
-
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(signum, stop, signum)
-            except (NotImplementedError, RuntimeError):
-                pass
-        try:
-            return await coro_factory()
-        except asyncio.CancelledError:
-            if received:
-                raise Interrupted(received[0]) from None
-            raise
-        finally:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    loop.remove_signal_handler(signum)
-                except (NotImplementedError, RuntimeError):
-                    pass
-
-    return asyncio.run(main())

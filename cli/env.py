@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:  # rich is imported only when something is drawn on a terminal
     from rich.console import Console
 
+from docsum.errors import one_line
 from docsum.sanitize import Redactor, StreamRedactor, clean_json_text, clean_text, scrub
 
 
@@ -123,6 +124,23 @@ class Environment:
     def error(self, text: str) -> None:
         self.stderr.write(self.scrubbed(text) + "\n")
         self.stderr.flush()
+
+    def show_warning(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        """A Python warning from a library, as one docsum line: no source
+        path, no quoted code, no advice meant for programmers (stands in for
+        ``warnings.showwarning`` while a command runs)."""
+        try:
+            self.error(f"docsum: warning: {one_line(str(message))}")
+        except (ValueError, OSError):
+            pass  # the stream is gone, as for log lines
 
 
 class _StderrHandler(logging.Handler):

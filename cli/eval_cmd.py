@@ -10,7 +10,8 @@ import typer
 from docsum.errors import ConfigError, ExitCode
 from docsum.settings import EVAL
 
-from .common import Common, examples, run_async, with_common
+from .common import Common, examples, with_common
+from .stopping import run_async
 
 EXAMPLES = examples(
     ("docsum eval questions.jsonl", "Recall@k and friends of the default retriever over these questions."),

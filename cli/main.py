@@ -17,8 +17,10 @@ from docsum import __version__ as docsum_version
 from docsum.errors import EXIT_CODE_MEANINGS, ConfigError, DocsumError, ExitCode
 from docsum.sanitize import clean_name, clean_text
 from docsum.settings import ASK, BUILD
+from docsum.userfiles import QUESTIONS_MAX_BYTES, read_regular
 
-from .common import Common, DocsumCommand, examples, run_async, with_common
+from .common import Common, DocsumCommand, examples, with_common
+from .stopping import leave, run_async
 
 # docsum's numpy work in a command is matrix-vector scans, bound by memory
 # bandwidth: OpenBLAS's threads do not speed them up, and on a busy machine
@@ -263,7 +265,7 @@ def _read_bytes(source: str, what: str) -> bytes:
     try:
         if source == "-":
             return sys.stdin.buffer.read()
-        return Path(source).expanduser().read_bytes()
+        return read_regular(Path(source).expanduser(), QUESTIONS_MAX_BYTES, "a questions")
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read {what} ({exc.strerror or exc})") from None
 
@@ -374,7 +376,7 @@ def run() -> None:
             message = clean_text(" ".join(str(exc.format_message()).split()))  # type: ignore[attr-defined]
             print(json.dumps({"error": {"exit_code": exit_code, "type": "UsageError", "message": message}}, indent=2))
         sys.exit(exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+    leave(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ from docsum import __version__ as docsum_version
 from docsum.errors import ConfigError, DocsumError
 from docsum.settings import MCP
 
-from .common import Common, run_async, with_common
+from .common import Common, with_common
+from .stopping import run_async
 
 if TYPE_CHECKING:
     from docsum.query.service import QueryService

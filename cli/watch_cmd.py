@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from docsum.errors import ExitCode
 from docsum.sanitize import clean_name
 
-from .common import Common, run_async
+from .common import Common
+from .stopping import run_async
 
 if TYPE_CHECKING:
     from docsum.builder.report import BuildOptions, BuildReporter

@@ -20,6 +20,7 @@ from docsum.errors import ConfigError
 from docsum.paths import config_dir, index_store_path
 from docsum.sanitize import credential_secrets, mask_url
 from docsum.settings import FALLBACK_CONTEXT_WINDOW, SETTING_BY_NAME, SETTINGS, Limits, Setting, default
+from docsum.userfiles import CONFIG_MAX_BYTES, read_regular_text
 
 if TYPE_CHECKING:  # the engines, the pipeline and the question code load when a command uses them
     from docsum.builder.report import BuildOptions
@@ -146,12 +147,12 @@ def load_settings(flags: dict[str, Any] | None = None, environ: dict[str, str] |
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if not path.exists():  # a FIFO or a folder in its place is refused below, not ignored
         return {}
     try:
-        # utf-8-sig: Windows editors start the file with a byte-order mark,
-        # which TOML itself would refuse as "Invalid statement" at line 1.
-        values = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        # A byte-order mark (Windows editors write one) is dropped: TOML
+        # itself would refuse it as "Invalid statement" at line 1.
+        values = tomllib.loads(read_regular_text(path, CONFIG_MAX_BYTES, "a config"))
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read config file (not UTF-8 text: byte {exc.start + 1})") from None
     except OSError as exc:
@@ -286,6 +287,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
     """The LLM these settings select, and a one-line notice when it is the
     offline default (the CLI prints it on stderr)."""
     from docsum.models.extractive import ExtractiveLLM
+    from docsum.models.llm import check_window
     from docsum.models.localembed import LOCAL_EMBED_MODEL, check_available
 
     embed_model = effective_embed_model(settings)
@@ -301,6 +303,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
             embed_model=embed_model,
             answer_sentences=settings.answer_sentences,
         )
+        check_window(offline.metadata.context_window, offline.metadata.num_output)
         if settings.llm != "auto":
             return offline, None
         return offline, (
@@ -323,6 +326,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
         timeout=settings.timeout,
         max_retries=settings.max_retries,
     )
+    check_window(llm.metadata.context_window, llm.metadata.num_output)
     notice: str | None = None
     if settings.base_url and settings.sources.get("model") == "default":
         # A local server has its own model names: say what is being asked
@@ -351,6 +355,7 @@ def build_options(settings: Settings, paths: list[Path]) -> BuildOptions:
         parse_memory_mb=settings.parse_memory,
         ocr=settings.ocr,
         limits=settings.limits,
+        max_calls=settings.build_max_calls,
     )
     prompt = settings.summary_prompt
     if prompt is not None:
@@ -375,7 +380,7 @@ def question_room(settings: Settings) -> QuestionRoom:
     (the offline engine: the documented default), less the answer's reserve,
     counted with the engine's tokenizer. The command line checks a question
     with it before anything else happens."""
-    from docsum.models.llm import context_window_for
+    from docsum.models.llm import check_window, context_window_for
     from docsum.models.tokens import tokenizer_for_model
     from docsum.query.question import QuestionRoom
 
@@ -383,6 +388,7 @@ def question_room(settings: Settings) -> QuestionRoom:
         window, tokenizer_model = settings.context_window or FALLBACK_CONTEXT_WINDOW, OFFLINE_TOKENIZER_MODEL
     else:
         window, tokenizer_model = settings.context_window or context_window_for(settings.model), settings.model
+    check_window(window, settings.max_output_tokens)  # before the question's own check, as build and eval do
     return QuestionRoom(window, settings.max_output_tokens, tokenizer_for_model(tokenizer_model))
 
 

@@ -106,8 +106,15 @@ def one_line(message: str, limit: int = REASON_MAX) -> str:
     return flat
 
 
+class ReasonedOSError(OSError):
+    """An OSError docsum raised itself, whose ``strerror`` is already the
+    one-line reason to show (see docsum.userfiles)."""
+
+
 def os_reason(exc: OSError) -> str:
     """A short lower-case reason for an OS error on one file or folder."""
+    if isinstance(exc, ReasonedOSError) and exc.strerror:
+        return exc.strerror
     if isinstance(exc, PermissionError):
         return "permission denied"
     if isinstance(exc, FileNotFoundError):

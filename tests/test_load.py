@@ -334,7 +334,7 @@ def test_fifo_is_not_read(tmp_path: Path) -> None:
     assert_one_line_error(excinfo, "not a regular file")
     found = discover([tmp_path])
     assert found.files == []
-    assert [e.reason for e in found.errors] == ["not a regular file"]
+    assert [e.reason for e in found.errors] == ["is a named pipe (FIFO), not a regular file"]
 
 
 def test_unsupported_suffix_is_a_load_error(tmp_path: Path) -> None:

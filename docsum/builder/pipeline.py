@@ -34,6 +34,7 @@ from docsum.ingest.ocr import PageCounts
 from docsum.ingest.parsepool import ParsePool
 from docsum.ingest.parsing import TextCache
 from docsum.locations import StoreLocation, display_location, is_postgres
+from docsum.models.calls import call_budget
 from docsum.models.llm import LLM, track_calls
 from docsum.paths import cache_dir
 from docsum.schema import CallRecord
@@ -133,7 +134,7 @@ class Builder:
         status = "interrupted"
         self.worker.run_id, self.worker.recorded = run_id, set()
         recorded = self.worker.recorded
-        with track_calls() as calls:
+        with call_budget(self.options.max_calls, "this build"), track_calls() as calls:
             try:
                 for doc_id, size, mtime_ns in plan.touched:
                     self.store.touch_document(doc_id, size, mtime_ns)

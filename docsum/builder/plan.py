@@ -33,6 +33,7 @@ from docsum.models.prompts import (
 )
 from docsum.store.base import DocumentStore
 from docsum.store.records import StoredFile, make_doc_id
+from docsum.userfiles import open_regular
 
 SPLITTER_VERSION = "1"
 READ_BLOCK = 1 << 20
@@ -83,7 +84,7 @@ def fingerprints(llm: LLM, options: BuildOptions) -> tuple[str, str]:
 
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with os.fdopen(open_regular(path), "rb") as fh:
         while block := fh.read(READ_BLOCK):
             digest.update(block)
     return digest.hexdigest()

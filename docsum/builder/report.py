@@ -40,6 +40,7 @@ class BuildOptions:
     cache_dir: Path | None = None  # extracted-text cache (None: the default under the docsum cache dir)
     use_cache: bool = True
     limits: Limits = DEFAULT_LIMITS  # documents in flight, embedding batch size
+    max_calls: int | None = None  # LLM calls the build may send (--max-calls); the one past it is refused
 
 
 @dataclass

@@ -19,14 +19,16 @@ import errno
 import os
 import re
 import stat
+import warnings
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from docsum.errors import ConfigError, LoadError, os_reason
+from docsum.errors import ConfigError, LoadError, one_line, os_reason
 from docsum.ingest.formats import IMAGE_KIND, kind_for
+from docsum.userfiles import IGNORE_MAX_BYTES, read_regular_text, special_file_reason
 
 if TYPE_CHECKING:
     import pathspec
@@ -104,17 +106,57 @@ def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+# Matching costs the same for every pattern and every path, so a huge list
+# (a 500,000-line ignore file took minutes on six files) is refused, not
+# applied: far beyond any hand-written list, and about 0.5 ms a path at the
+# cap on an idle machine (bench/RESULTS.md).
+MAX_PATTERNS = 1000
+
+
+def _patterns(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
 def _compile(lines: list[str]) -> pathspec.PathSpec | None:
     """Gitignore-style lines as one matcher (None when there are none);
-    ValueError with a one-line reason for a pattern that does not compile."""
-    if not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+    ValueError with a one-line reason for a pattern that does not compile,
+    or that Python's regular expressions only warn about (``[[:alpha:]]``: a
+    POSIX class git knows and this matcher reads otherwise)."""
+    patterns = _patterns(lines)
+    if not patterns:
         return None
-    import pathspec  # here, not at the top: ~80 ms that `docsum ask` and builds without exclusions never need
-
+    if len(patterns) > MAX_PATTERNS:
+        raise ValueError(f"{len(patterns):,} exclude patterns, more than the {MAX_PATTERNS:,} docsum applies")
+    # pathspec is imported by _strict_spec, not at the top: ~80 ms that
+    # `docsum ask` and builds without exclusions never need.
     try:
+        return _strict_spec(lines)
+    except (ValueError, re.error, Warning) as exc:
+        # Only now, one by one: which pattern it was, for the message.
+        culprit = next((p for p in patterns if _fails(p)), None)
+        what = f"bad exclude pattern {culprit.strip()!r}" if culprit is not None else "bad exclude pattern"
+        if isinstance(exc, Warning):
+            reason = "docsum cannot match it as git would (POSIX classes like [:alpha:] are not supported)"
+        else:
+            reason = one_line(str(exc), 100)
+        raise ValueError(f"{what}: {reason}") from exc
+
+
+def _strict_spec(lines: list[str]) -> pathspec.PathSpec:
+    """The matcher of ``lines``, a warning while compiling them raised as an error."""
+    import pathspec
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         return pathspec.GitIgnoreSpec.from_lines(lines)
-    except (ValueError, re.error) as exc:
-        raise ValueError(f"bad exclude pattern: {exc}") from exc
+
+
+def _fails(pattern: str) -> bool:
+    try:
+        _strict_spec([pattern])
+    except (ValueError, re.error, Warning):
+        return True
+    return False
 
 
 def exclusion_spec(patterns: Iterable[str], source: str) -> pathspec.PathSpec | None:
@@ -133,9 +175,8 @@ def _root_spec(root: Path, given_lines: list[str]) -> pathspec.PathSpec | None:
     A .docsumignore that cannot be read or compiled is a ``LoadError`` for it."""
     ignore_path = root / IGNORE_FILE
     try:
-        # utf-8-sig: an editor's byte-order mark must not become part of the first pattern.
-        with open(ignore_path, encoding="utf-8-sig", errors="surrogateescape") as fh:
-            own = fh.read().splitlines()
+        # An editor's byte-order mark is dropped: it must not become part of the first pattern.
+        own = read_regular_text(ignore_path, IGNORE_MAX_BYTES, "an ignore", errors="surrogateescape").splitlines()
     except FileNotFoundError:
         own = []
     except OSError as exc:
@@ -200,7 +241,7 @@ class _Walker:
         if not stat.S_ISREG(st.st_mode):
             # A FIFO or device named *.txt would block or never end on read.
             # Named like every other failure of the folder: by its path in it.
-            self.errors.append(LoadError(printable_name(relpath), "not a regular file"))
+            self.errors.append(LoadError(printable_name(relpath), special_file_reason(st.st_mode)))
             return
         self.candidates.append(_Candidate(printable_name(relpath), path, root, resolved, via_symlink, st))
 

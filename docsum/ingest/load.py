@@ -10,7 +10,6 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from docsum.ingest.loaded import (
 )
 from docsum.ingest.markup import READERS as MARKUP_READERS
 from docsum.ingest.ocr import MODE_AUTO
+from docsum.userfiles import open_regular
 
 # Share of control bytes (other than tab/newline/CR/FF/VT/ESC) above which a
 # file without NUL bytes is still judged binary.  Real text, even with ANSI
@@ -69,19 +69,14 @@ def read_once(path: Path, inside: Path | None = None) -> FileContent:
     """
     label = str(path)
     try:
-        # O_NONBLOCK: a FIFO swapped in after discovery must not block the open.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        # A FIFO or device swapped in after discovery is refused, never waited on.
+        fd = open_regular(path)
     except OSError as exc:
         raise LoadError(label, os_reason(exc)) from exc
     try:
         before = os.fstat(fd)
-        if stat.S_ISDIR(before.st_mode):
-            raise LoadError(label, "is a directory, not a file")
-        if not stat.S_ISREG(before.st_mode):
-            raise LoadError(label, "not a regular file")
         if inside is not None:
             _check_inside(label, fd, path, before, inside)
-        os.set_blocking(fd, True)
         for _ in range(_READ_ATTEMPTS):
             data = _read_all(fd)
             after = os.fstat(fd)

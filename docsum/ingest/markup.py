@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,10 +101,15 @@ def read_html(path: Path, data: bytes) -> Extracted:
     """Headings, paragraphs, lists and tables of an HTML page, as text."""
     if b"\x00" in data[:4096] and not data.startswith(_UTF_BOMS[1:]):
         raise LoadError(str(path), "binary content, not an HTML page")
-    from bs4 import BeautifulSoup
+    from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning
 
     try:
-        soup = BeautifulSoup(data, "lxml")
+        with warnings.catch_warnings():
+            # A page whose whole text looks like a URL or a file name: bs4
+            # fears it was handed a location, but docsum always hands it the
+            # content. Its twenty-line advice carries nothing for a user.
+            warnings.simplefilter("ignore", MarkupResemblesLocatorWarning)
+            soup = BeautifulSoup(data, "lxml")
     except Exception as exc:  # noqa: BLE001 - the parser is lenient; anything it raises is this file's damage
         raise LoadError(str(path), one_line(f"damaged HTML: {type(exc).__name__}: {exc}")) from exc
     title_tag = soup.find("title")

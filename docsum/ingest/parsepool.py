@@ -28,7 +28,7 @@ from typing import Any
 from docsum.errors import LoadError
 from docsum.ingest.formats import kind_for
 from docsum.ingest.load import READERS
-from docsum.ingest.parsing import Parsed, ParseRequest, parse_file, unexpected_reason
+from docsum.ingest.parsing import TIMED_OUT_EXIT, Parsed, ParseRequest, parse_file, unexpected_reason
 from docsum.settings import default
 
 # Plain-text files up to this size are read in the build's own process (see ParsePool.parse).
@@ -70,13 +70,18 @@ _START_TIMEOUT_S = 120.0
 
 
 class _Worker:
-    def __init__(self, memory_mb: int, encoding: str) -> None:
+    def __init__(self, memory_mb: int, encoding: str, timeout_s: float = 0.0) -> None:
         from docsum.ingest.parseworker import worker_main  # loads PDFium: only a build that starts workers pays
 
         ctx = _context()
         self.conn, child = ctx.Pipe(duplex=True)
         self.process = ctx.Process(
-            target=worker_main, args=(child, memory_mb, encoding), daemon=True, name="docsum-parse"
+            target=worker_main,
+            # The worker is the fork server's child, not ours: it is told
+            # whose end must end it, and the file's time limit to hold alone.
+            args=(child, memory_mb, encoding, timeout_s, os.getpid()),
+            daemon=True,
+            name="docsum-parse",
         )
         self.process.start()
         child.close()
@@ -132,7 +137,7 @@ class ParsePool:
             worker = self._idle.pop() if self._idle else None
             fresh = worker is None
             if worker is None:
-                worker = await asyncio.to_thread(_Worker, self.memory_mb, request.encoding)
+                worker = await asyncio.to_thread(_Worker, self.memory_mb, request.encoding, self.timeout_s)
             self._busy.add(worker)
             healthy = False
             try:
@@ -169,7 +174,7 @@ class ParsePool:
         except TimeoutError:
             if starting:
                 raise LoadError(name, f"not read: no reader process started within {timeout_s:g} s") from None
-            raise LoadError(name, f"still being read after {timeout_s:g} s; stopped (see --parse-timeout)") from None
+            raise LoadError(name, _timed_out(timeout_s)) from None
         finally:
             loop.remove_reader(fd)
         try:
@@ -180,7 +185,7 @@ class ParsePool:
                 raise LoadError(
                     name, f"not read: the reader process failed to start (exit code {worker.process.exitcode})"
                 ) from None
-            raise LoadError(name, _death_reason(worker.process.exitcode, self.memory_mb)) from None
+            raise LoadError(name, _death_reason(worker.process.exitcode, self.memory_mb, self.timeout_s)) from None
         if not (isinstance(reply, tuple) and len(reply) == 2):
             raise LoadError(name, "the reader process sent a malformed reply")
         return reply
@@ -215,7 +220,14 @@ def _parse_here(request: ParseRequest, name: str) -> Parsed:
         raise LoadError(name, unexpected_reason(exc)) from exc
 
 
-def _death_reason(exitcode: int | None, memory_mb: int) -> str:
+def _timed_out(timeout_s: float) -> str:
+    return f"still being read after {timeout_s:g} s; stopped (see --parse-timeout)"
+
+
+def _death_reason(exitcode: int | None, memory_mb: int, timeout_s: float) -> str:
+    if exitcode == TIMED_OUT_EXIT or exitcode == -signal.SIGXCPU:
+        # The worker's own limits (wall clock, or processor time).
+        return _timed_out(timeout_s)
     if exitcode is not None and exitcode < 0:
         try:
             name = signal.Signals(-exitcode).name

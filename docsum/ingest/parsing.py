@@ -181,3 +181,11 @@ def unexpected_reason(exc: BaseException) -> str:
     if len(text) > 160:
         text = text[:159] + "…"
     return f"unexpected error: {type(exc).__name__}: {text}" if text else f"unexpected error: {type(exc).__name__}"
+
+
+# A worker's own clock on a file runs this much longer than the build's, so
+# the build (when alive) is the one that reports it; the worker's ends it
+# when the build cannot (see docsum.ingest.parseworker). A worker that stops
+# itself exits with TIMED_OUT_EXIT.
+WORKER_GRACE_S = 2.0
+TIMED_OUT_EXIT = 124

@@ -74,6 +74,7 @@ class ExtractiveLLM(LLM):
 
     # -- the interface ------------------------------------------------------
     async def apredict(self, template: PromptTemplate, *, json_mode: bool = False, **values: Any) -> str:
+        self.admit(template.kind)  # free, but counted as calls are, so a limit means the same offline
         started = time.monotonic()
         filled = template.values(**{k: v for k, v in values.items() if k in template.template_vars})
         text = self._answer(template, filled, values, json_mode)

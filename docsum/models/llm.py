@@ -19,7 +19,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from docsum.models.calls import closing_stream, recording_calls, to_active_scopes, track_calls
+from docsum.errors import ConfigError
+from docsum.models.calls import admit_call, closing_stream, recording_calls, to_active_scopes, track_calls
 from docsum.models.prompts import PromptTemplate
 from docsum.models.tokens import Tokenizer
 from docsum.schema import CallRecord
@@ -81,6 +82,27 @@ OVERRUN_FACTOR = 2
 # cookbook's figure for current chat models, plus the reply primer.
 PER_MESSAGE_TOKENS = 4
 REPLY_PRIMER_TOKENS = 3
+
+
+# Fewest tokens the context window must keep for the prompt beside the
+# answer's --max-output-tokens: a template and a question need about this
+# much before any document text fits at all.
+MIN_PROMPT_ROOM = 64
+
+
+def check_window(context_window: int, num_output: int) -> None:
+    """ConfigError (exit 2) when the answer's budget leaves the prompt no
+    room in the window: checked once, where the engine is made, so build,
+    ask and eval refuse the same settings with the same message."""
+    room = context_window - num_output
+    if room >= MIN_PROMPT_ROOM:
+        return
+    left = "no room" if room <= 0 else f"only {room} tokens"
+    raise ConfigError(
+        f"--max-output-tokens {num_output} leaves {left} for the prompt in a "
+        f"{context_window}-token context window (docsum needs at least {MIN_PROMPT_ROOM}); "
+        "lower --max-output-tokens or raise --context-window"
+    )
 
 
 def _by_prefix(table: dict[str, Any], model: str | None) -> Any:
@@ -145,6 +167,12 @@ class LLM(abc.ABC):
     def record(self, call: CallRecord) -> None:
         self.calls.append(call)
         to_active_scopes(call)
+
+    def admit(self, kind: str) -> None:
+        """Every engine calls this just before it sends an LLM call: the
+        call a budget in force (--max-calls) cannot afford is refused here,
+        unsent (CallLimitError, exit 2)."""
+        admit_call(kind)
 
     @property
     def limiter(self) -> asyncio.Semaphore:

@@ -223,6 +223,7 @@ class OpenAILLM(LLM):
         params = self._params(messages)
         if json_mode and "response_format" not in self._unsupported:
             params["response_format"] = {"type": "json_object"}
+        self.admit(template.kind)
         async with self.limiter:
             started = time.monotonic()
             try:
@@ -344,6 +345,7 @@ class OpenAILLM(LLM):
         # so a server streaming past max_tokens is cut off.
         limit = self.metadata.num_output * OVERRUN_FACTOR
         received = 0
+        self.admit(template.kind)
         async with self.limiter, contextlib.AsyncExitStack() as stack:
             started = time.monotonic()
             try:

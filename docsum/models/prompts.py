@@ -18,6 +18,7 @@ from typing import Any
 
 from docsum.errors import ConfigError, TemplateVariableError
 from docsum.stimuli import EMOTION_STIMULI
+from docsum.userfiles import TEMPLATE_MAX_BYTES, read_regular_text
 
 # Kinds: the extractive engine and the budget key off these.
 KIND_TEXT_QA = "text_qa"
@@ -134,7 +135,7 @@ def _render(text: str, values: dict[str, str]) -> str:
 def load_template_file(path: Path, kind: str, name: str) -> PromptTemplate:
     try:
         # utf-8-sig: a byte-order mark from a Windows editor is not prompt text.
-        text = Path(path).read_text(encoding="utf-8-sig")
+        text = read_regular_text(path, TEMPLATE_MAX_BYTES, "a template")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read template (not UTF-8 text: byte {exc.start + 1})") from None
     except OSError as exc:

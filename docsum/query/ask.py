@@ -26,6 +26,7 @@ from docsum.errors import ConfigError, ContextLengthError, DocsumError, LLMError
 from docsum.ingest.ocr import ocr_pages
 from docsum.locations import StoreLocation, display_location
 from docsum.models.abstain import relevance_floor, says_cannot_answer
+from docsum.models.calls import call_budget
 from docsum.models.llm import LLM, closing_stream, recording_calls, track_calls
 from docsum.models.prompts import POLISH_PROMPT
 from docsum.query.callplan import CallPlan
@@ -114,7 +115,9 @@ async def _ask_in(
         )
     if options.hidden_doc_ids:
         corpus = HiddenDocuments(corpus, options.hidden_doc_ids)
-    with track_calls() as calls:
+    # The plan refuses a question before it starts; the budget holds the
+    # calls actually sent to the same limit, whatever the plan missed.
+    with call_budget(options.max_calls, "this question"), track_calls() as calls:
         result = await _Run(store, llm, question, options, synth, explain).answer(corpus)
         if result.stream is not None:
             result.stream = recording_calls(result.stream, calls)

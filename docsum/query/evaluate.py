@@ -49,6 +49,7 @@ from docsum.store.base import DocumentStore
 from docsum.store.evidence import DocumentEvidence
 from docsum.store.opening import open_store, store_exists
 from docsum.store.records import DocumentRecord
+from docsum.userfiles import QUESTIONS_MAX_BYTES, read_regular_text
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def load_questions(path: Path) -> list[EvalQuestion]:
     out: list[EvalQuestion] = []
     try:
         # utf-8-sig: a byte-order mark (Windows editors write one) is not JSON.
-        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
+        lines = read_regular_text(path, QUESTIONS_MAX_BYTES, "a questions").splitlines()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read questions ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
@@ -99,12 +100,27 @@ def _question_from(row: Any, number: int) -> EvalQuestion:
     if not isinstance(kind, str) or not isinstance(ident, (str, int)) or isinstance(ident, bool):
         raise TypeError("'kind' must be a string and 'id' a string or a number")
     answer = row.get("answer")
-    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, (str, int, float))):
-        raise TypeError("'answer' must be a string or a number")
+    # A gold answer is text: a JSON number has no one spelling to grade
+    # against (123, 123.0 and 1.23e2 are one number), so it is refused.
+    if answer is not None and not isinstance(answer, str):
+        raise TypeError(f"'answer' must be a string, not {_json_type(answer)}")
     aliases = row.get("answer_aliases") or []
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         raise TypeError("'answer_aliases' must be a list of strings")
-    return EvalQuestion(str(ident), question, list(gold), None if answer is None else str(answer), kind, tuple(aliases))
+    return EvalQuestion(str(ident), question, list(gold), answer, kind, tuple(aliases))
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a value's type, for a message about an input line."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def retrieval_metrics(ranked: list[str], gold: set[str], k: int) -> Metrics:

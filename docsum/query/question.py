@@ -41,7 +41,8 @@ class QuestionRoom:
 
     @property
     def limit(self) -> int:
-        return int((self.context_window - self.num_output) * MAX_QUESTION_SHARE)
+        # Never below 0: a message must not offer a negative room.
+        return max(0, int((self.context_window - self.num_output) * MAX_QUESTION_SHARE))
 
     def check(self, question: str) -> str:
         """The question, stripped, or ConfigError (exit 2) before anything is spent."""

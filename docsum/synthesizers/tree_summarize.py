@@ -16,6 +16,8 @@ from docsum.synthesizers.base import LLMSynthesizer
 log = logging.getLogger("docsum")
 
 MAX_TREE_DEPTH = 6
+# Tokens of the blank line between two answers packed into one part.
+_JOIN_TOKENS = 2
 
 
 class TreeSummarize(LLMSynthesizer):
@@ -31,18 +33,27 @@ class TreeSummarize(LLMSynthesizer):
         """The calls of each level, first to last. The first level is exact;
         the upper ones read answers that do not exist yet, each counted at
         the full output budget, and mirror the synthesizer's own guards: at
-        most MAX_TREE_DEPTH levels, and a level that does not shrink ends in
-        one final call over what fits."""
+        most MAX_TREE_DEPTH levels, then one final call over what fits. An
+        upper bound: the calls actually sent are held to --max-calls anyway
+        (docsum.models.calls)."""
         template = self.summary_template.partial_format(query_str=query_str, **kw)
         level = len(self.budget.repack(template, text_chunks))
         if level <= 1:
             return [1]
-        per_answer = self.llm.metadata.num_output
+        # Each answer at its full budget plus the blank line joining it to
+        # the next, repacked as `repack` does: window-filling parts that
+        # overlap by its ratio (ignoring the overlap planned too few calls).
+        per_answer = self.llm.metadata.num_output + _JOIN_TOKENS
         room = max(1, self.budget.available(template))
+        overlap = int(room * self.budget.overlap_ratio)
         levels = [level]
         for _ in range(MAX_TREE_DEPTH - 1):
-            upper = max(1, -(-level * per_answer // room))
+            total = level * per_answer
+            upper = 1 if total <= room else -(-(total - overlap) // max(1, room - overlap))
             if upper >= level:
+                # No fewer parts: the synthesizer goes on while the text
+                # still shrinks, up to its depth cap. Counted as it may.
+                levels.extend([level] * (MAX_TREE_DEPTH - len(levels)))
                 break
             levels.append(upper)
             if upper == 1:
