@@ -186,7 +186,8 @@ def watch_figures(work: Path) -> dict[str, Any]:
         docs = batch.get("documents", {})
         added += docs.get("added", 0)
         updated += docs.get("updated", 0)
-        calls += batch.get("usage", {}).get("llm_calls", 0)
+        # offline, a summary is an extractive step, not an LLM call
+        calls += batch.get("offline", {}).get("extractive_steps", batch.get("usage", {}).get("llm_calls", 0))
         batches += 1
     burst_s = time.perf_counter() - burst_started
 

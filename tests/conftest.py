@@ -152,7 +152,7 @@ def offline_sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # A test is marked when it uses one of these fixtures or its source names one
 # of these words; the audit hook below fails any unmarked test that starts a
 # process or binds a socket anyway, so a miss is found, not silently slow.
-PROCESS_FIXTURES = frozenset({"fake_llm", "pg_server", "pg_url"})
+PROCESS_FIXTURES = frozenset({"fake_llm", "pg_server", "pg_url", "pgvector_server"})
 PROCESS_WORDS = re.compile(
     r"\b(?:subprocess|Popen|sys\.executable|FakeOpenAI|setpriv|as_nobody|run_cli_as_nobody|run_python_as_nobody"
     r"|run_cli_subprocess|spawn_cli|cli_command|ThreadingHTTPServer|HTTPServer|socketserver)\b"
@@ -166,9 +166,13 @@ _started: dict[str, str] = {}  # unmarked test -> the first such event it caused
 
 def _audit(event: str, args: tuple[object, ...]) -> None:
     test = _running["unmarked"]
-    # A bind to a path is the parse pool's fork server (a Unix socket); a
-    # server listens on an address and a port.
-    if test is not None and event in _STARTS_A_PROCESS and not (event == "socket.bind" and isinstance(args[1], str)):
+    # A bind to a path (or an abstract name) is the parse pool's fork server, a
+    # Unix socket; a server listens on an address and a port, a tuple.
+    if (
+        test is not None
+        and event in _STARTS_A_PROCESS
+        and not (event == "socket.bind" and not isinstance(args[1], tuple))
+    ):
         _started.setdefault(test, event)
 
 

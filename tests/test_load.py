@@ -97,6 +97,9 @@ def test_pdf_title_falls_back_to_first_line_and_ignores_filename_titles(tmp_path
     assert load_file(junk).title == "Quarterly report for the river survey."
 
 
+# With the ocr extra, the OCR engine is loaded (and urllib3 under it binds ::1 to probe
+# for IPv6): slow and socket-touching, so not in the quick loop.
+@pytest.mark.process
 def test_image_only_pdf_has_no_text(tmp_path: Path) -> None:
     path = write(tmp_path / "scan.pdf", make_pdf([[], []]))
     with pytest.raises(LoadError) as excinfo:

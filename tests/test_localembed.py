@@ -50,6 +50,7 @@ def _docsum(home: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 @needs_extra
+@pytest.mark.process  # the build and the question run as docsum subprocesses
 def test_local_embedder_builds_and_answers_offline_without_telemetry(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

@@ -24,6 +24,8 @@ from helpers import PLANTED_KEY, REPO, SAMPLE_DOCS, make_docs, run_cli_subproces
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
+pytestmark = pytest.mark.process  # every test starts the MCP server as a subprocess
+
 ANSWERABLE = "How many member households did the Larkspur Valley Water Cooperative have at the end of 2023?"
 UNANSWERABLE = "What is the capital of Mongolia?"
 TOOLS = {"ask", "search", "list_documents", "get_summary", "plan"}

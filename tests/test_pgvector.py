@@ -62,8 +62,11 @@ def summary_of(body: dict[str, Any]) -> Reply:
 
 
 def ranking(result: Any) -> list[tuple[str, str]]:
-    """(path, score) of every candidate `--explain` lists, in order."""
-    return re.findall(r"\[[x ]\] +(-?\d\.\d{3})(?: \[[^\]]*\])? +(doc\d+\.txt):", result.stderr)
+    """(score, path) of every candidate `--explain` lists, best first. Scores
+    equal to the three decimals shown are put in path order: float32 on the
+    server and float64 here may order such near-ties either way."""
+    found = re.findall(r"\[[x ]\] +(-?\d\.\d{3})(?: \[[^\]]*\])? +(doc\d+\.txt):", result.stderr)
+    return sorted(found, key=lambda pair: (-float(pair[0]), pair[1]))
 
 
 def test_pgvector_ranks_as_the_local_vector_file_and_sqlite_do(

@@ -20,6 +20,8 @@ from helpers import make_docs, run_cli_subprocess, spawn_cli, store_count, store
 
 from docsum.builder.watch import Batcher
 
+pytestmark = pytest.mark.process  # the watch runs as a docsum subprocess
+
 watchfiles = pytest.importorskip("watchfiles", reason="--watch needs the [watch] extra")
 
 # Generous: the machine running the suite may be busy; a batch is normally well under a second.
@@ -125,7 +127,7 @@ def test_a_burst_of_1000_files_summarizes_each_exactly_once(folder: Path, tmp_pa
             batch = watch.next()
             assert batch["documents"]["updated"] == 0 and batch["documents"]["failed"] == 0
             total_added += batch["documents"]["added"]
-            calls += batch["usage"]["llm_calls"]
+            calls += batch["offline"]["extractive_steps"]  # offline: no LLM call, one summary step each
         assert total_added == 1000 and calls == 1000  # one summary per new file, none twice
         assert watch.quiet_for(2.0)
     assert store_count(store) == 1003
@@ -142,7 +144,7 @@ def test_a_file_written_slowly_is_built_once_when_it_settles(folder: Path, tmp_p
                 time.sleep(0.2)
             f.write("SLOWEND the last words.\n")
         batch = watch.next()
-        assert added(batch) == (1, 0, 0) and batch["usage"]["llm_calls"] == 1
+        assert added(batch) == (1, 0, 0) and batch["offline"]["extractive_steps"] == 1
         assert watch.quiet_for(2.0)  # no second summary of the same file
     asked = run_cli_subprocess("ask", "SLOWEND", "--store", store, "--json", env=watch.env)
     assert "SLOWEND" in json.dumps(json.loads(asked.stdout)["sources"])

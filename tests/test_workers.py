@@ -18,7 +18,10 @@ from pathlib import Path
 import pytest
 from helpers import REPO, cli_command, subprocess_env, wait_for
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc")
+pytestmark = [
+    pytest.mark.process,  # every test starts a build and kills it
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process tree from /proc"),
+]
 
 
 def children() -> dict[int, list[int]]:
