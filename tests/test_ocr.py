@@ -26,6 +26,9 @@ from docsum.ingest.load import load_file
 from docsum.ingest.ocr import installed
 from docsum.ingest.parsing import ParseRequest, parse_file
 
+# Not in the quick loop: OCR costs seconds a page, and loading the engine binds a
+# socket (urllib3, under it, probes for IPv6 on ::1).
+pytestmark = pytest.mark.process
 needs_ocr = pytest.mark.skipif(not installed(), reason="the OCR extra (docsum[ocr]) is not installed")
 
 FIRST = ["Harbour survey report", "Water levels rose sharply in March", "near the northern pier."]
