@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.process]  # a real server, and docsum as a subprocess
 
 BASE_URL = os.environ.get("DOCSUM_IT_BASE_URL")
 REPO = Path(__file__).resolve().parents[2]
