@@ -58,6 +58,32 @@ def test_fusion_rewards_agreement_and_ignores_signals_that_found_nothing() -> No
     assert reciprocal_rank_fusion([np.zeros(0, dtype=np.float32)]).size == 0
 
 
+def test_documents_tied_at_the_cut_are_kept_the_same_whatever_order_the_store_lists_them() -> None:
+    """Which of several equally scored documents make the kept candidates must
+    not depend on the store's listing order: SQLite, PostgreSQL and pgvector
+    list the same folder in different orders, and `--explain` (and the
+    documents a question reads) differed between them at the cut."""
+    from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
+    from docsum.query.retrieve import retrieve_by_embedding
+
+    texts = {f"d{i}": f"Notes on topic {word}." for i, word in enumerate(["quartz", "slate", "flint", "chalk", "basalt"])}
+    texts["d9"] = "The ferry timetable for the river crossing."
+    vectors = lexical_vectors(list(texts.values()))
+    entries = [
+        SummaryEntry(doc_id, f"{doc_id}.txt", text, vectors[i], LEXICAL_EMBED_MODEL)
+        for i, (doc_id, text) in enumerate(texts.items())
+    ]
+
+    def kept(order: list[SummaryEntry]) -> list[str]:
+        found = asyncio.run(retrieve_by_embedding(ExtractiveLLM(), "ferry timetable", order, top_k=1, keep=3))
+        return [c.doc_id for c in found.candidates]
+
+    first = kept(entries)
+    assert first[0] == "d9" and len(first) == 3
+    assert kept(entries[::-1]) == first
+    assert kept(entries[2:] + entries[:2]) == first
+
+
 def test_sum_of_best_adds_each_documents_best_passages_only() -> None:
     scores = np.array([1.0, 4.0, 0.0, 2.0, 3.0, 5.0, 0.5], dtype=np.float32)
     owners = np.array([0, 0, 0, 0, 0, 1, 2])

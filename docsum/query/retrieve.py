@@ -235,7 +235,9 @@ async def retrieve_by_embedding(
     corpus = as_corpus(entries)
     limit = None if keep is None else max(keep, top_k)
     ids, scores, notes = await corpus.embedding_scores(llm, query, limit)
-    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    # Equal scores are cut by id, which is the same in every store of the same
+    # folder: the store's own listing order (or a server's index scan) is not.
+    order = np.lexsort((np.asarray(ids, dtype=object), -np.asarray(scores, dtype=np.float64)))
     if keep is not None:
         order = order[: max(keep, top_k)]
     score_of = {ids[i]: float(scores[i]) for i in order}
