@@ -337,3 +337,14 @@ def stored_so_far(store: Path) -> set[str]:
         return stored_paths(store)
     except sqlite3.Error:  # not created yet
         return set()
+
+
+def absolute_module(module: str | None, level: int, importer: str, is_package: bool) -> str:
+    """The module an ImportFrom names, relative imports resolved."""
+    if not level:
+        return module or ""
+    base = importer.split(".")
+    if not is_package:
+        base.pop()
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([module] if module else []))

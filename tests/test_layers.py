@@ -9,7 +9,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from helpers import REPO
+from helpers import REPO, absolute_module
 
 # Top first. A module's layer is the first entry whose prefix names it; the
 # base is the modules directly in docsum/ (a new package must be given a layer).
@@ -52,17 +52,6 @@ def layer_of(module: str) -> int:
     raise AssertionError(f"{module} is in no layer: add it to LAYERS and docs/layers.md")
 
 
-def resolve(module: str | None, level: int, importer: str, is_package: bool) -> str:
-    """The absolute module an import names, relative imports resolved."""
-    if not level:
-        return module or ""
-    base = importer.split(".")
-    if not is_package:
-        base.pop()
-    base = base[: len(base) - (level - 1)]
-    return ".".join(base + ([module] if module else []))
-
-
 def canonical(module: str) -> str:
     """The installed CLI package is docsum_cli; its source folder is cli/."""
     return "cli" + module[len("docsum_cli") :] if module.split(".")[0] == "docsum_cli" else module
@@ -79,7 +68,7 @@ def imports_of(source: str, importer: str, is_package: bool, modules: set[str]) 
                 if target in modules:
                     yield node.lineno, target
         elif isinstance(node, ast.ImportFrom):
-            origin = canonical(resolve(node.module, node.level, importer, is_package))
+            origin = canonical(absolute_module(node.module, node.level, importer, is_package))
             for alias in node.names:
                 sub = f"{origin}.{alias.name}"
                 if sub in modules:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from helpers import REPO
+from helpers import REPO, absolute_module
 
 PACKAGES = ("docsum", "cli")
 
@@ -22,17 +22,6 @@ def module_name(path: Path) -> str:
 
 def is_private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
-
-
-def absolute_module(module: str | None, level: int, importer: str, is_package: bool) -> str:
-    """The module an ImportFrom names, relative imports resolved."""
-    if not level:
-        return module or ""
-    base = importer.split(".")
-    if not is_package:
-        base.pop()
-    base = base[: len(base) - (level - 1)]
-    return ".".join(base + ([module] if module else []))
 
 
 def private_reaches(source: str, importer: str, is_package: bool, modules: set[str]) -> list[str]:
