@@ -354,7 +354,14 @@ def _register_mcp() -> None:
     # Its own module: the MCP SDK is an optional extra, imported only when the command runs.
     from .mcp_cmd import mcp_command
 
-    app.command("mcp", cls=DocsumCommand)(mcp_command)
+    app.command(
+        "mcp",
+        cls=DocsumCommand,
+        epilog=examples(
+            ("docsum mcp --index papers", "Serve the store named papers to the MCP client that started it."),
+            ("docsum mcp --allow-build --max-calls 200", "Also offer the build tool, at most 200 LLM calls a build."),
+        ),
+    )(mcp_command)
 
 
 _register_mcp()

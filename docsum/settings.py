@@ -242,7 +242,8 @@ SETTINGS: tuple[Setting, ...] = (
         server_only=True,
     ),
     # -- output (every command) --------------------------------------------
-    Setting("json", SWITCH, False, "Print one JSON document on stdout.", _ALL, group="Output"),
+    # Not mcp's: its stdout carries only protocol messages, and its results are JSON anyway.
+    Setting("json", SWITCH, False, "Print one JSON document on stdout.", _ALL - {MCP}, group="Output"),
     Setting("quiet", SWITCH, False, "Only errors on stderr.", _ALL, short="-q", group="Output"),
     Setting("verbose", SWITCH, False, "More detail on stderr.", _ALL, short="-v", group="Output"),
     Setting("no_color", SWITCH, False, "No colours (NO_COLOR is honoured too).", _ALL, group="Output"),

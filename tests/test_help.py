@@ -19,6 +19,7 @@ COMMANDS = {
     "show": ["show"],
     "remove": ["remove"],
     "config show": ["config", "show"],
+    "mcp": ["mcp"],
 }
 MODEL_ONLY = ("--llm", "--model", "--base-url", "--context-window", "--concurrency", "--timeout", "--max-retries")
 
@@ -55,6 +56,10 @@ def test_commands_that_call_no_model_do_not_list_model_options(command: str) -> 
     for flag in MODEL_ONLY:
         assert flag not in text, (command, flag)
     assert len(text.splitlines()) <= 30, text
+
+
+def test_mcp_help_does_not_offer_json_its_stdout_is_the_protocol() -> None:
+    assert "--json" not in run_cli("mcp", "--help").stdout
 
 
 def test_an_unlisted_shared_option_is_still_accepted(tmp_path) -> None:  # type: ignore[no-untyped-def]
