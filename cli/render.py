@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from docsum.ingest.discover import IGNORE_FILE
 from docsum.ingest.ocr import PageCounts
 from docsum.models.llm import closing_stream
 from docsum.sanitize import clean_name, clean_text
@@ -72,11 +73,9 @@ class BuildProgress:
         self.tokens += outcome.prompt_tokens
         if outcome.action == "failed":
             # Failures are always shown, even with -q: they change the exit code.
-            again = (
-                f" (failed {outcome.attempts} runs in a row; add it to .docsumignore to skip it)"
-                if outcome.attempts > 1
-                else ""
-            )
+            # The reason may already name the ignore file (a scan without the OCR extra).
+            keep_out = "" if IGNORE_FILE in (outcome.error or "") else f"; add it to {IGNORE_FILE} to skip it"
+            again = f" (failed {outcome.attempts} runs in a row{keep_out})" if outcome.attempts > 1 else ""
             self._note(f"docsum: failed {clean_name(outcome.path)}: {outcome.error}{again}")
         if not self.enabled:
             return

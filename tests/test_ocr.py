@@ -185,6 +185,9 @@ def test_with_ocr_off_or_without_the_extra_scans_fail_and_images_are_skipped(tmp
     assert "docsum[ocr]" in skipped["photo.png"]
     plain = run_cli("build", folder, "--store", store, "--llm", "extractive", *args)
     assert "1 needing OCR (docsum[ocr], --ocr) (.png 1)" in plain.stderr, plain.stderr
+    # The second failure in a row says so, and names the ignore file once whoever names it.
+    [line] = [x for x in plain.stderr.splitlines() if x.startswith("docsum: failed scan.pdf")]
+    assert "failed 2 runs in a row" in line and line.count(".docsumignore") == 1, line
 
 
 def _manifest() -> list[dict[str, Any]]:
