@@ -117,6 +117,27 @@ def test_add_change_rename_delete_and_ignore_each_make_one_batch(folder: Path, t
     assert watch.proc.returncode == 130 and "docsum: interrupted by SIGINT" in err
 
 
+def test_watch_keeps_a_postgresql_store_current(folder: Path, tmp_path: Path, pg_url: str) -> None:
+    """The team store: the same batches, and questions answered while the watch holds its lock."""
+
+    def paths() -> set[str]:
+        listed = run_cli_subprocess("summaries", "--store", pg_url, "--json", env=watch.env)
+        assert listed.code == 0, listed
+        return {d["path"] for d in json.loads(listed.stdout)}
+
+    with Watcher(folder, pg_url, tmp_path) as watch:  # type: ignore[arg-type]
+        assert added(watch.next()) == (3, 0, 0)
+        (folder / "new.txt").write_text("A note on zebras and their stripes, from the savanna.\n")
+        assert added(watch.next()) == (1, 0, 0)
+        asked = run_cli_subprocess("ask", "zebras stripes", "--store", pg_url, "--json", env=watch.env)
+        assert asked.code == 0 and "new.txt" in asked.stdout, asked
+        (folder / "doc000.txt").unlink()
+        assert added(watch.next()) == (0, 0, 1)
+        assert paths() == {"doc001.txt", "doc002.txt", "new.txt"}
+        err = watch.stop(signal.SIGTERM)
+    assert watch.proc.returncode == 143, err
+
+
 def test_a_burst_of_1000_files_summarizes_each_exactly_once(folder: Path, tmp_path: Path) -> None:
     store = tmp_path / "s.sqlite"
     with Watcher(folder, store, tmp_path) as watch:
