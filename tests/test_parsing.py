@@ -132,7 +132,8 @@ def test_a_pdf_with_unreadable_pages_keeps_the_pages_an_engine_reads() -> None:
     # PDFium returns control codes for pages 2-22 of this file and pypdf glyph
     # names (/g145/g137…) for all 23. Before: pypdf's glyph names were taken
     # and the build refused the file as unreadable, title and abstract too.
-    doc = load_file(EVAL_PDFS / "pdfjs-TAMReview.pdf")
+    # What the text layers give (with the OCR extra, --ocr auto reads the garbled pages: test_ocr.py).
+    doc = load_file(EVAL_PDFS / "pdfjs-TAMReview.pdf", ocr="off")
     assert doc.extractor == "pdfium"
     assert not any(ord(ch) < 32 and ch not in "\n\t" for ch in doc.text) and "/g1" not in doc.text
     assert "Overview of the Technology Acceptance Model" in doc.text and "Abstract" in doc.text
@@ -373,3 +374,32 @@ def test_the_cache_is_trimmed_least_recently_used_first(tmp_path: Path) -> None:
     cache.prune(max_bytes=2 * one_entry + one_entry // 2)
     kept = {name for name in docs if cache.get(name * 64, Path(f"{name}.txt")) is not None}
     assert kept == {"a", "c"}
+
+
+@pytest.mark.process
+def test_a_build_run_from_a_folder_of_python_files_still_parses_its_pdfs(tmp_path: Path) -> None:
+    """The parse workers' fork server is started as `python -c`, which puts the
+    current folder first on sys.path: run from a folder holding a `json.py`
+    (a folder of code, say), it imported that file instead of the standard
+    library's and every PDF failed with an EOFError."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "code"
+    write(folder / "json.py", 'raise SystemExit("the json.py of the folder was imported")\n')
+    write(folder / "enum.py", 'raise SystemExit("the enum.py of the folder was imported")\n')
+    write(folder / "notes.pdf", make_pdf([["The harbour survey found three wrecks."]]))
+    env = subprocess_env(DOCSUM_HOME=str(tmp_path / "home"))
+    store = tmp_path / "s.sqlite"
+    done = subprocess.run(
+        # The installed command, as a user runs it (`python -m` would put the folder on sys.path itself).
+        [str(Path(sys.executable).with_name("docsum")), "build", ".", "--store", str(store), "--json"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert stored_paths(store) == {"notes.pdf"}
+    assert "PYTHONSAFEPATH" not in os.environ  # put back in this process too

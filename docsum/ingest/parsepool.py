@@ -22,6 +22,8 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,29 @@ def _context() -> Context:
     return _CONTEXT
 
 
+_ENVIRON_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _safe_path() -> Iterator[None]:
+    """PYTHONSAFEPATH=1 for the processes started meanwhile. The fork server
+    and the resource tracker run as `python -c ...`, which puts the current
+    folder first on sys.path: a `json.py` or `enum.py` in the folder a build
+    ran from was imported in their place and every PDF failed with an
+    EOFError. The variable is set only while a worker starts (the first start
+    launches the fork server), then put back as it was."""
+    with _ENVIRON_LOCK:
+        before = os.environ.get("PYTHONSAFEPATH")
+        os.environ["PYTHONSAFEPATH"] = "1"
+        try:
+            yield
+        finally:
+            if before is None:
+                del os.environ["PYTHONSAFEPATH"]
+            else:
+                os.environ["PYTHONSAFEPATH"] = before
+
+
 # How long a new worker may take to start (fork, then load the token table)
 # before the build gives up on it; generous, for machines under heavy load.
 _START_TIMEOUT_S = 120.0
@@ -83,7 +108,8 @@ class _Worker:
             daemon=True,
             name="docsum-parse",
         )
-        self.process.start()
+        with _safe_path():
+            self.process.start()
         child.close()
 
     def kill(self) -> None:
