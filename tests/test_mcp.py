@@ -88,12 +88,14 @@ def test_every_tool_answers_through_the_sdk_client(store: Path, tmp_path: Path) 
             failed, answer = await call(client, "ask", question=ANSWERABLE)
             assert not failed and answer["status"] == "answered"
             assert "1,146" in answer["answer"]
+            # Offline, as `ask --json` says it: no LLM call, the engine's work counted apart.
+            assert answer["usage"]["llm_calls"] == 0 and answer["offline"]["extractive_steps"] >= 1
             cited = answer["citations"]
             assert cited and all({"path", "pages", "quote", "supported"} <= set(c) for c in cited)
             assert any(c["path"].endswith("water_cooperative_annual_report_2023.md") and c["supported"] for c in cited)
 
             failed, found = await call(client, "search", query="Storm Wren rainfall", top_k=2)
-            assert not failed and found["llm_calls"] == 0
+            assert not failed and found["usage"]["llm_calls"] == 0
             assert found["documents"][0]["path"] == "storm_wren_incident_report.txt"
             assert found["documents"][0]["passages"] and "answer" not in found
 

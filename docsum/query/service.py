@@ -31,7 +31,7 @@ from docsum.query.docref import document_details, find_one
 from docsum.query.options import AskOptions
 from docsum.query.results import AskResult
 from docsum.query.retrieve import planned_choice_calls
-from docsum.schema import ResponseStatus
+from docsum.schema import ResponseStatus, usage_fields
 from docsum.settings import RETRIEVERS, check
 from docsum.store.base import DocumentStore
 from docsum.store.opening import open_store, store_exists
@@ -198,7 +198,8 @@ class QueryService:
                 }
                 for d in result.documents
             ],
-            "llm_calls": len(result.calls),
+            # As `ask --json` counts: offline, no LLM call, the work under "offline".
+            **usage_fields(result.calls, result.engine),
         }
 
     # ------------------------------------------------------------------ documents
@@ -358,5 +359,5 @@ def answer_dict(result: AskResult) -> dict[str, Any]:
         "unsupported_sentences": [u.sentence for u in result.unsupported],
         "documents": [{"doc_id": d.doc_id, "path": d.path, "score": d.score} for d in result.documents],
         "warnings": list(result.warnings),
-        "llm_calls": len(result.calls),
+        **usage_fields(result.calls, result.engine),
     }
