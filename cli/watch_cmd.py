@@ -27,10 +27,11 @@ def batch_line(batch: Batch) -> str:
     data = batch.report.as_dict()
     counts, usage = data["documents"], data["usage"]
     failed = "".join(f"; {clean_name(f['path'])}: {f['error']}" for f in data["failures"][:3])
+    spent = "no model used" if "offline" in data else f"{usage['llm_calls']} LLM calls"
     return (
         f"{head}: {counts['added']} added, {counts['updated']} updated, {counts['unchanged']} unchanged, "
         f"{counts['removed']} removed, {counts['failed']} failed in {data['elapsed_s']:.2f}s; "
-        f"{usage['llm_calls']} LLM calls{failed}"
+        f"{spent}{failed}"
     )
 
 
@@ -46,7 +47,7 @@ def watch_folders(common: Common, llm: LLM, options: BuildOptions) -> int:
         # The first reconcile may be long: it shows progress as a build does.
         # Later batches are one line each (per file with -v).
         if number == 0 or env.verbose:
-            return BuildProgress(env, enabled=not common.json)
+            return BuildProgress(env, enabled=not common.json, offline=llm.metadata.extractive)
         return None
 
     def on_batch(batch: Batch) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import make_docs, run_cli_subprocess, spawn_cli, store_count, stored_paths, subprocess_env
+from helpers import make_docs, run_cli_subprocess, spawn_cli, store_count, stored_paths, subprocess_env, wait_for
 
 from docsum.builder.watch import Batcher
 
@@ -136,6 +136,24 @@ def test_watch_keeps_a_postgresql_store_current(folder: Path, tmp_path: Path, pg
         assert paths() == {"doc001.txt", "doc002.txt", "new.txt"}
         err = watch.stop(signal.SIGTERM)
     assert watch.proc.returncode == 143, err
+
+
+def test_plain_output_offline_speaks_of_no_llm_calls(folder: Path, tmp_path: Path) -> None:
+    """Without --json: the first reconcile's file lines and each batch line say
+    no model is used, as `docsum build` does (they counted LLM calls)."""
+    store = tmp_path / "s.sqlite"
+    env = subprocess_env(DOCSUM_HOME=str(tmp_path / "home"))
+    proc = spawn_cli("build", folder, "--watch", "-v", "--store", store, "--watch-settle", "0.3", env=env)
+    try:
+        wait_for(lambda: store.exists() and store_count(store) == 3, timeout=BATCH_TIMEOUT, what="first reconcile")
+        (folder / "new.txt").write_text("A note on zebras and their stripes, from the savanna.\n")
+        wait_for(lambda: store_count(store) == 4, timeout=BATCH_TIMEOUT, what="the new file stored")
+        time.sleep(0.5)  # its batch line is written after the store's commit
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    assert "batch 1 (1 change): 1 added" in err and "no model used" in err, err
+    assert "LLM calls" not in err, err
 
 
 def test_a_burst_of_1000_files_summarizes_each_exactly_once(folder: Path, tmp_path: Path) -> None:
