@@ -50,6 +50,8 @@ def test_a_build_whose_server_redirects_elsewhere_sends_no_document(
     assert result.code in (1, 3), result
     assert other.requests == []
     assert "redirect" in result.stderr and other.base_url.removesuffix("/v1") in result.stderr
+    # Whole, with what to do (it was cut at 200 characters, before the advice).
+    assert "set --base-url to the server that should answer" in result.stderr, result.stderr
 
 
 def test_a_redirect_within_the_same_origin_is_followed(

@@ -46,7 +46,7 @@ from docsum.models.replies import (
     token_count,
 )
 from docsum.models.tokens import tokenizer_for_model
-from docsum.models.transport import deadline_client
+from docsum.models.transport import deadline_client, is_redirect_refusal
 from docsum.sanitize import Redactor, credential_secrets, mask_url, scrub, url_credentials, url_without_credentials
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, Limits, default
@@ -215,6 +215,8 @@ class OpenAILLM(LLM):
             return LLMError(
                 f"LLM server {self._where()} sent a malformed response (not JSON: {one_line(self._message(str(exc)))})"
             )
+        if is_redirect_refusal(exc):
+            return LLMError(self._message(str(exc)))
         return LLMError(f"LLM request failed: {one_line(self._message(str(exc)))}")
 
     async def apredict(self, template: PromptTemplate, *, json_mode: bool = False, **values: Any) -> str:

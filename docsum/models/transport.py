@@ -7,6 +7,7 @@ origin than the server it was written for."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -109,17 +110,29 @@ def _origin_text(url: Any) -> str:
     return f"{scheme}://{host}:{port}"
 
 
-def redirect_refused(status: int, here: Any, there: Any) -> Exception:
-    """The error for a redirect to another origin: an openai.OpenAIError, which
-    the openai client raises as it is instead of retrying (a retry would ask
-    the same server again for the same redirect)."""
+@functools.cache
+def _refusal_class() -> type[Exception]:
+    """An openai.OpenAIError, which the openai client raises as it is instead
+    of retrying (a retry would ask the same server again for the same
+    redirect). Made on first use: openai is imported by the first request."""
     import openai
 
     class RedirectRefused(openai.OpenAIError):
         pass
 
-    return RedirectRefused(
-        f"LLM server {_origin_text(here)} answered {status}, a redirect to another server ({_origin_text(there)}); "
-        "docsum never re-sends a request, with its question and passages, to another origin: "
+    return RedirectRefused
+
+
+def redirect_refused(status: int, here: Any, there: Any) -> Exception:
+    """The error for a redirect to another origin."""
+    return _refusal_class()(
+        f"LLM server {_origin_text(here)} answered {status}, a redirect to {_origin_text(there)}; "
+        "docsum does not send your question and passages to another server: "
         "set --base-url to the server that should answer"
     )
+
+
+def is_redirect_refusal(exc: BaseException) -> bool:
+    """`exc` is the error `redirect_refused` made: its message is whole and
+    says what to do, so it is shown as it is, never cut."""
+    return isinstance(exc, _refusal_class())
