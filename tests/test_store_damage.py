@@ -50,7 +50,11 @@ def test_damaged_text_is_named_in_one_line_and_rebuilt_by_the_next_build(
     assert len(errors) == 1 and "brindle_and_daughter_bakery.md" in errors[0] and "damaged" in errors[0]
     assert TAIL not in failed.stdout + failed.stderr and "Traceback" not in failed.stderr
     assert "Quarry Street" not in failed.stderr  # the document's own text is never quoted
-    flip(store, column)  # set aside by the first reader: damage it again for the --json one
+    # Set aside by the first reader (and so left out of questions): damage it
+    # again, as if for the first time, for the --json reader.
+    flip(store, column)
+    with sqlite3.connect(store) as conn:
+        conn.execute("DELETE FROM meta WHERE key = 'set_aside'")
     as_json = run_cli(*command, "--store", store, "--json")
     assert as_json.code == 1 and "brindle_and_daughter_bakery.md" in as_json.json()["error"]["message"]
     assert TAIL not in as_json.stdout
@@ -98,3 +102,23 @@ def test_a_truncated_index_or_vector_file_is_made_anew(built: tuple[Path, Path],
     again = run_cli(*ask)
     assert again.code == 0, again
     assert [d["path"] for d in again.json()["documents"]] == [d["path"] for d in first.json()["documents"]]
+
+
+def test_a_document_set_aside_is_left_out_of_answers_until_the_next_build(built: tuple[Path, Path]) -> None:
+    """The first reader names the damage and sets the document aside; later
+    questions must not quote its partly lost text (U+FFFD where bytes were
+    lost) as if nothing happened: they leave it out, and say so."""
+    docs, store = built
+    flip(store, "text")
+    assert run_cli("ask", QUESTION, "--store", store).code == 1  # named, set aside
+    later = run_cli("ask", QUESTION, "--store", store, "--json")
+    data = later.json()
+    assert "\ufffd" not in later.stdout and TAIL not in later.stdout
+    assert all("brindle" not in d["path"] for d in data["documents"]), data["documents"]
+    assert any("brindle_and_daughter_bakery.md" in w and "damaged" in w for w in data["warnings"]), data
+    plain = run_cli("ask", QUESTION, "--store", store)
+    assert "brindle_and_daughter_bakery.md" in plain.stderr and "damaged" in plain.stderr, plain
+    assert run_cli("build", docs, "--store", store, "--json").json()["documents"]["updated"] == 1
+    healed = run_cli("ask", QUESTION, "--store", store, "--json")
+    assert healed.code == 0 and not healed.json()["warnings"], healed
+    assert any("brindle" in d["path"] for d in healed.json()["documents"])

@@ -36,6 +36,7 @@ from docsum.query.postprocess import StepReport, compress, llm_rerank, long_cont
 from docsum.query.question import Question, QuestionRoom
 from docsum.query.results import AnswerPlan, AskResult, DocumentHit, Source
 from docsum.query.retrieve import Retrieval, SummaryCorpus, retrieve
+from docsum.sanitize import clean_name
 from docsum.schema import Node, NodeWithScore, Response, ResponseStatus
 from docsum.store.base import DocumentStore
 from docsum.store.opening import open_store
@@ -113,8 +114,11 @@ async def _ask_in(
         return _empty(
             question, options, "the store has no documents; run `docsum build PATH` first", engine=llm.metadata.engine
         )
-    if options.hidden_doc_ids:
-        corpus = HiddenDocuments(corpus, options.hidden_doc_ids)
+    # A document a reader found damaged is not quoted until a build rebuilds it.
+    damaged = store.set_aside_documents()
+    hidden = options.hidden_doc_ids | frozenset(damaged)
+    if hidden:
+        corpus = HiddenDocuments(corpus, hidden)
     # The plan refuses a question before it starts; the budget holds the
     # calls actually sent to the same limit, whatever the plan missed.
     with call_budget(options.max_calls, "this question"), track_calls() as calls:
@@ -123,6 +127,9 @@ async def _ask_in(
             result.stream = recording_calls(result.stream, calls)
     result.calls = calls
     result.engine = llm.metadata.engine
+    if damaged:
+        names = ", ".join(clean_name(p) for p in sorted(damaged.values()))
+        result.warnings.append(f"left out, damaged until the next `docsum build` rebuilds it: {names}")
     return result
 
 

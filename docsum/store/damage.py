@@ -20,6 +20,7 @@ unchanged forever. So when a read meets such a value (docsum.store.sqlite):
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import sqlite3
 from pathlib import Path
@@ -80,9 +81,20 @@ def _names(conn: sqlite3.Connection, damaged: dict[str, dict[Where, str]]) -> li
     return names
 
 
+# The meta key listing the documents set aside, so that a later question
+# leaves them out until a build has rebuilt them (docsum.store.sqlbase).
+SET_ASIDE_KEY = "set_aside"
+
+
 def _set_aside(conn: sqlite3.Connection, damaged: dict[str, dict[Where, str]]) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (SET_ASIDE_KEY,)).fetchone()
+        listed = set(json.loads(row[0])) if row else set()
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (SET_ASIDE_KEY, json.dumps(sorted(listed | set(damaged)))),
+        )
         for values in damaged.values():
             for (table, key, seq, column), text in values.items():
                 match = "CAST(doc_id AS BLOB) = ?" + ("" if seq is None else " AND seq = ?")

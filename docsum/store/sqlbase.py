@@ -432,6 +432,23 @@ class SqlStore(ClosesOnExit):
         rows = self._rows(f"SELECT {', '.join(_CALL_KEYS)} FROM calls WHERE run_id = ? ORDER BY id", (run_id,))
         return [dict(zip(_CALL_KEYS, (*r[:5], bool(r[5]), r[6]))) for r in rows]
 
+    def set_aside_documents(self) -> dict[str, str]:
+        """doc_id -> path of the documents a reader found damaged and set
+        aside (docsum.store.damage), not rebuilt since: questions leave them
+        out until the next build. One meta row read on a healthy store."""
+        from docsum.store.damage import DAMAGED_MARK, SET_ASIDE_KEY
+
+        listed = self.get_meta(SET_ASIDE_KEY, [])
+        if not isinstance(listed, list) or not listed:
+            return {}
+        ids = [str(d) for d in listed][:1000]
+        marks = ", ".join("?" for _ in ids)
+        rows = self._rows(
+            f"SELECT doc_id, path FROM documents WHERE summary_fingerprint = ? AND doc_id IN ({marks})",
+            (DAMAGED_MARK, *ids),
+        )
+        return {r[0]: r[1] for r in rows}
+
     # ------------------------------------------------------------------ meta
 
     def get_meta(self, key: str, default: Any = None) -> Any:
