@@ -23,6 +23,7 @@ from helpers import make_docs, run_cli, run_cli_subprocess, subprocess_env
         ("answer", ["x"], "'answer' must be a string, not a list"),
         ("gold_docs", 7, "'gold_docs' must be a string or a list of strings"),
         ("question", {"q": 1}, "'question' must be a non-empty string"),
+        ("gold_docs", None, "no 'gold_docs' field"),  # None: the field left out
     ],
 )
 def test_an_eval_line_of_the_wrong_type_is_exit_2_naming_the_line(
@@ -33,6 +34,8 @@ def test_an_eval_line_of_the_wrong_type_is_exit_2_naming_the_line(
     assert run_cli("build", tmp_path / "docs", "--store", store).code == 0
     good = {"id": "1", "question": "What about bees?", "answer": "fine", "gold_docs": ["doc000.txt"]}
     bad = {**good, "id": "2", field: value}
+    if value is None:
+        del bad[field]
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     done = run_cli("eval", questions, "--answers", "--store", store)

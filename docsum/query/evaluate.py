@@ -80,7 +80,9 @@ def load_questions(path: Path) -> list[EvalQuestion]:
             out.append(_question_from(json.loads(line), number))
         except RecursionError:
             raise ConfigError(f"{path}:{number}: not a question line (nested too deeply)") from None
-        except (ValueError, KeyError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+        except KeyError as exc:
+            raise ConfigError(f"{path}:{number}: not a question line (no {exc} field)") from None
+        except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
             raise ConfigError(f"{path}:{number}: not a question line ({exc})") from None
     if not out:
         raise ConfigError(f"{path}: no questions")
