@@ -55,5 +55,10 @@ def check_conninfo(location: str) -> None:
         if keyword not in KEYWORDS:
             raise ConfigError(f"--store: {keyword!r} is not a libpq connection keyword")
         if match.group(2) is None:
+            after = text[match.end() :]
+            if after.startswith("'"):  # the quoted value runs to the end: its quote is never closed
+                raise ConfigError(
+                    f"--store: the value of the connection keyword {keyword!r} opens a quote it never closes"
+                )
             raise ConfigError(f"--store: the connection keyword {keyword!r} has no value")
         pos, seen = match.end(), seen + 1

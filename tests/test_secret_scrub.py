@@ -140,3 +140,9 @@ def test_a_file_named_like_a_keyword_is_still_reachable(tmp_path: Path, monkeypa
     result = run_cli("build", SAMPLE_DOCS, "--store", "./host=x")
     assert result.code == 0, result
     assert os.path.exists(tmp_path / "host=x")
+
+
+def test_an_unclosed_quote_in_a_keyword_string_is_named_as_such() -> None:
+    result = run_cli("summaries", "--store", "host=127.0.0.1 password='KVS3CRET dbname=ds")
+    assert result.code == 2 and "'password' opens a quote it never closes" in result.stderr, result
+    assert "KVS3CRET" not in result.stderr
