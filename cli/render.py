@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from docsum.ingest.discover import IGNORE_FILE
 from docsum.ingest.ocr import PageCounts
 from docsum.models.llm import closing_stream
 from docsum.sanitize import clean_name, clean_text
@@ -73,6 +72,8 @@ class BuildProgress:
         self.tokens += outcome.prompt_tokens
         if outcome.action == "failed":
             # Failures are always shown, even with -q: they change the exit code.
+            from docsum.ingest.discover import IGNORE_FILE  # here: `ask` imports this module too
+
             # The reason may already name the ignore file (a scan without the OCR extra).
             keep_out = "" if IGNORE_FILE in (outcome.error or "") else f"; add it to {IGNORE_FILE} to skip it"
             again = f" (failed {outcome.attempts} runs in a row{keep_out})" if outcome.attempts > 1 else ""

@@ -179,8 +179,7 @@ def cli_command(*args: str | os.PathLike[str]) -> list[str]:
 def subprocess_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("DOCSUM_FORCE_TTY", None)
-    # No empty entry: that would put each child's working folder on its sys.path.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
 

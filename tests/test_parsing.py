@@ -16,7 +16,17 @@ import zlib
 from pathlib import Path
 
 import pytest
-from helpers import EVAL_PDFS, processes_with, run_cli, spawn_cli, stored_paths, stored_so_far, subprocess_env, wait_for
+from helpers import (
+    EVAL_PDFS,
+    REPO,
+    processes_with,
+    run_cli,
+    spawn_cli,
+    stored_paths,
+    stored_so_far,
+    subprocess_env,
+    wait_for,
+)
 from test_load import TWO_PAGES, assemble_pdf, make_pdf, pdfium_refuses, write
 
 from docsum.builder.pipeline import BuildOptions, FileOutcome, build
@@ -389,7 +399,8 @@ def test_a_build_run_from_a_folder_of_python_files_still_parses_its_pdfs(tmp_pat
     write(folder / "json.py", 'raise SystemExit("the json.py of the folder was imported")\n')
     write(folder / "enum.py", 'raise SystemExit("the enum.py of the folder was imported")\n')
     write(folder / "notes.pdf", make_pdf([["The harbour survey found three wrecks."]]))
-    env = subprocess_env(DOCSUM_HOME=str(tmp_path / "home"))
+    # PYTHONPATH without subprocess_env's empty entry, which would itself put the folder on sys.path.
+    env = subprocess_env(DOCSUM_HOME=str(tmp_path / "home"), PYTHONPATH=str(REPO))
     store = tmp_path / "s.sqlite"
     done = subprocess.run(
         # The installed command, as a user runs it (`python -m` would put the folder on sys.path itself).
