@@ -30,7 +30,7 @@ from typing import Any
 from docsum.errors import LoadError
 from docsum.ingest.formats import kind_for
 from docsum.ingest.load import READERS
-from docsum.ingest.parsing import TIMED_OUT_EXIT, Parsed, ParseRequest, parse_file, unexpected_reason
+from docsum.ingest.parsing import Parsed, ParseRequest, parse_file, unexpected_reason
 from docsum.settings import default
 
 # Plain-text files up to this size are read in the build's own process (see ParsePool.parse).
@@ -251,8 +251,8 @@ def _timed_out(timeout_s: float) -> str:
 
 
 def _death_reason(exitcode: int | None, memory_mb: int, timeout_s: float) -> str:
-    if exitcode == TIMED_OUT_EXIT or exitcode == -signal.SIGXCPU:
-        # The worker's own limits (wall clock, or processor time).
+    if exitcode == -signal.SIGALRM:
+        # The worker's own clock on the file.
         return _timed_out(timeout_s)
     if exitcode is not None and exitcode < 0:
         try:

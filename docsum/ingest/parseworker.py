@@ -6,9 +6,8 @@ PDFium, and the cl100k token table most models use.
 
 A worker polices itself, so nothing depends on the build process staying
 alive to stop it: it ends within a moment of the build (killed or not) and
-of the fork server, and enforces the file's time limit (wall clock, and
-processor time for a library loop that never yields) and its memory limit on
-its own.
+of the fork server, and enforces the file's time limit and its memory limit
+on its own.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from typing import Any
 import pypdfium2  # noqa: F401 - loaded once in the fork server (see above)
 
 from docsum.errors import LoadError, one_line
-from docsum.ingest.parsing import TIMED_OUT_EXIT, WORKER_GRACE_S, parse_file, unexpected_reason
+from docsum.ingest.parsing import WORKER_GRACE_S, parse_file, unexpected_reason
 from docsum.models.tokens import get_encoding
 
 get_encoding("cl100k_base")
@@ -50,8 +49,13 @@ def worker_main(
     # The parent stops the build and kills its workers; a Ctrl-C reaching the
     # whole process group must not print a traceback from every worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The time limit is the kernel's alarm, whose default action ends the
+    # process: a library call that holds the interpreter for minutes (a
+    # regex or tokenizer over a huge string) cannot delay it, as it delayed a
+    # thread that watched a clock (by over 40 s on a loaded machine).
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
     _die_with_fork_server()
-    watch = _Watch(build_pid)
+    _Watch(build_pid)
     if memory_mb > 0:
         with contextlib.suppress(ValueError, OSError, ImportError):
             import resource
@@ -74,7 +78,7 @@ def worker_main(
         if timeout_s > 0:
             # Later than the build's own clock, which reports the file and
             # replaces this worker; this one holds when the build cannot.
-            watch.start_clock(timeout_s + WORKER_GRACE_S)
+            signal.setitimer(signal.ITIMER_REAL, timeout_s + WORKER_GRACE_S)
         try:
             reply = ("ok", _parse_noting_warnings(request))
         except LoadError as exc:
@@ -86,7 +90,7 @@ def worker_main(
         except Exception as exc:  # noqa: BLE001 - a bug on one odd file is that file's failure
             reply = ("failed", unexpected_reason(exc))
         finally:
-            watch.stop_clock()
+            signal.setitimer(signal.ITIMER_REAL, 0)
         try:
             conn.send(reply)
         except (OSError, ValueError):
@@ -119,14 +123,11 @@ def _die_with_fork_server() -> None:
 
 
 class _Watch:
-    """A thread that ends the worker when the build process is gone or the
-    current file's time is up. It touches nothing the parse uses: all it
-    ever does is wait and exit."""
+    """A thread that ends the worker when the build process is gone. It
+    touches nothing the parse uses: all it ever does is wait and exit."""
 
     def __init__(self, build_pid: int) -> None:
         self.build_pid = build_pid
-        self.deadline: float | None = None
-        self.cpu_limit_set = False
         self.pidfd = self._open_pidfd(build_pid)
         threading.Thread(target=self._run, daemon=True, name="docsum-parse-watch").start()
 
@@ -140,23 +141,6 @@ class _Watch:
             os._exit(1)  # the build ended before this worker began
         except OSError:
             return None  # an older kernel: polled below instead
-
-    def start_clock(self, seconds: float) -> None:
-        self.deadline = time.monotonic() + seconds
-        # A C loop that never releases the interpreter starves the thread
-        # below; the kernel's processor-time limit (SIGXCPU) still ends it.
-        with contextlib.suppress(ValueError, OSError, ImportError):
-            import resource
-
-            used = resource.getrusage(resource.RUSAGE_SELF)
-            spent = used.ru_utime + used.ru_stime
-            _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-            soft = int(spent + seconds) + 1
-            if hard == resource.RLIM_INFINITY or soft <= hard:
-                resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
-
-    def stop_clock(self) -> None:
-        self.deadline = None
 
     def _build_alive(self) -> bool:
         """Without a pidfd: whether the build's pid still exists."""
@@ -183,6 +167,3 @@ class _Watch:
                 time.sleep(_POLL_S)
                 if not self._build_alive():
                     os._exit(1)
-            deadline = self.deadline
-            if deadline is not None and time.monotonic() > deadline:
-                os._exit(TIMED_OUT_EXIT)

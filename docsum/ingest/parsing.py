@@ -185,7 +185,6 @@ def unexpected_reason(exc: BaseException) -> str:
 
 # A worker's own clock on a file runs this much longer than the build's, so
 # the build (when alive) is the one that reports it; the worker's ends it
-# when the build cannot (see docsum.ingest.parseworker). A worker that stops
-# itself exits with TIMED_OUT_EXIT.
+# when the build cannot (see docsum.ingest.parseworker): its alarm (SIGALRM)
+# ends it.
 WORKER_GRACE_S = 2.0
-TIMED_OUT_EXIT = 124
