@@ -28,6 +28,7 @@ _UNITS = re.compile(r"\(\s*in (millions|billions|thousands)\b[^)]*\)", re.IGNORE
 # A heading above a year line: "Three Months Ended", "Six Months Ended
 # December 31,", "December 31,", "June 30," (a date heading).
 _GROUP = re.compile(r"(?:months|weeks|quarter|year)s? ended|^[A-Z][a-z]+ \d{1,2},?$", re.IGNORECASE)
+_ENDED = re.compile(r"(?:months|weeks|quarter|year)s? ended", re.IGNORECASE)
 _DATE_LINE = re.compile(r"^[A-Z][a-z]+ \d{1,2},?$")
 # How far above a row its headings may be: a table's rows and headings.
 MAX_HEADING_DISTANCE = 40
@@ -108,14 +109,18 @@ def _column_headings(lines: list[str], at: int, count: int) -> tuple[list[str], 
 
 
 def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:
-    """Year columns under their group headings ("Three Months Ended" /
-    "December 31," over "2022 2021 2022 2021")."""
+    """Year columns under their headings: group headings ("Three Months
+    Ended" / "December 31," over "2022 2021 2022 2021"), or a line of one
+    date a column ("July 1,   June 25,   July 1,   June 25,") under a line of
+    groups ("Three Months Ended   Nine Months Ended")."""
     above: list[str] = []
     for back in range(at - 1, max(-1, at - 8), -1):
         line = " ".join(lines[back].split())
         if not line or not _GROUP.search(line):
             break
         above.insert(0, line)
+    if not above:
+        return _under_cells(lines, at, years)
     groups: list[str] = []
     for line in above:
         if groups and (_DATE_LINE.match(line) or groups[-1].lower().endswith("ended")):
@@ -129,9 +134,33 @@ def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:
     return years
 
 
+def _under_cells(lines: list[str], at: int, years: list[str]) -> list[str]:
+    """Years under a line of one date cell a column, itself under a line of
+    column groups: "three months ended July 1, 2023", "June 25, 2022", …; the
+    years alone when the lines above are not such headings."""
+    if at < 1:
+        return years
+    dates = _cells(lines[at - 1])
+    if len(dates) != len(years) or not all(_DATE_LINE.match(d) for d in dates):
+        return years
+    columns = [f"{d.rstrip(',')}, {y}" for d, y in zip(dates, years)]
+    groups = _cells(lines[at - 2]) if at >= 2 else []
+    if not groups or len(years) % len(groups) or not all(_GROUP.search(g) for g in groups):
+        return columns
+    per = len(years) // len(groups)
+    return [f"{groups[i // per]} {c}" if i % per == 0 else c for i, c in enumerate(columns)]
+
+
 def _first_group(values: list[str], headings: list[str]) -> tuple[list[str], list[str]]:
     """Only the first group of columns ("three months ended …") when the
     headings say where the next group starts."""
+    if all("," in h for h in headings):
+        # Every column is dated ("July 1, 2023"): a group starts where its ("nine months ended …").
+        # heading says so ("nine months ended …") or its first date comes again.
+        starts = [i for i, h in enumerate(headings) if i > 0 and (_ENDED.search(h) or h == headings[0])]
+        if starts:
+            return values[: starts[0]], headings[: starts[0]]
+        return values, headings
     starts = [i for i, h in enumerate(headings) if "," in h and i > 0]
     if starts and "," in headings[0]:
         return values[: starts[0]], headings[: starts[0]]

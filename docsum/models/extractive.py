@@ -349,6 +349,32 @@ MIN_ANSWER_WORDS = 4
 # from 0.1 to 0.2 the rates barely move, above 0.25 multi-hop questions
 # (whose words spread over several sentences) stop being answered.
 ANSWER_COVERAGE_FLOOR = 0.15
+# A table row quoted by docsum.tablerows ("Total net sales: $81,797 million,
+# three months ended July 1, 2023; …"): its label names what its figures are.
+_ROW_QUOTE = re.compile(r"^(?P<label>[^:]{2,120}?): (?=[-–—$(]?\d|[—–][;.])")
+# A row whose label is the thing asked for ("Apple's total net sales",
+# "inventory levels") is the answer to a question about a figure; the bonus
+# scales with the share of the label's words the question holds, so
+# "Percentage of total net sales" ranks below "Total net sales".
+ROW_LABEL_BONUS = 1.0
+MIN_LABEL_PRECISION = 0.5
+# Past this many words a unit is rarely one answer: a glossary, a list of
+# risks or a run of cells read as prose. Its score shrinks in proportion.
+LONG_UNIT_WORDS = 60
+# Stems (docsum.lexical.terms) a question and a table's label use for the
+# same figure: "sales" for "revenue", "buybacks" for "repurchases",
+# "spending" or "costs" for "expenses".
+_LABEL_SYNONYMS = {
+    "sal": "revenue",
+    "revenu": "revenue",
+    "buyback": "repurchas",
+    "repurchase": "repurchas",
+    "expenditure": "expens",
+    "spend": "expens",
+    "cost": "expens",
+    "operational": "operat",
+    "earning": "income",
+}
 
 
 _MARKUP = re.compile(r"^\s*(?:#{1,6}|>|[-*•])\s+")
@@ -422,6 +448,11 @@ def _select(
             # "How much … and when …": a sentence holding the kind of fact
             # asked for (an amount, a date) beats one that repeats the names.
             score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _ANSWER_TYPES[kind][1].search(text))
+        if focused:
+            score += _row_label_bonus(text, {t: weight[t] for t in q - names})
+            length = len(text.split())
+            if length > LONG_UNIT_WORDS:
+                score *= LONG_UNIT_WORDS / length
         score += bonus
         if len(bag) < 3:
             score *= 0.5  # fragments such as headings rarely answer anything
@@ -468,6 +499,27 @@ def _select(
         chosen_terms.append(words)
         used += cost
     return chosen
+
+
+def _row_label_bonus(text: str, asked: dict[str, float]) -> float:
+    """ROW_LABEL_BONUS for a table row whose label the question names, more
+    the more of the label it names and the more of the question's weight the
+    label holds (a rare word such as "inventories" counts more than
+    "total"); 0 for anything else. Words a question and a table use for the
+    same figure ("sales" and "revenue") match."""
+    row = _ROW_QUOTE.match(text)
+    if row is None or not asked:
+        return 0.0
+    label = {_LABEL_SYNONYMS.get(t, t) for t in terms(row.group("label"))}
+    weights: dict[str, float] = {}
+    for t, w in asked.items():
+        key = _LABEL_SYNONYMS.get(t, t)
+        weights[key] = max(w, weights.get(key, 0.0))
+    named = label & weights.keys()
+    if not label or not named or len(named) / len(label) < MIN_LABEL_PRECISION:
+        return 0.0
+    held = sum(weights[t] for t in named) / sum(weights.values())
+    return ROW_LABEL_BONUS * math.sqrt(len(named) / len(label) * held)
 
 
 def _head_within(text: str, budget: int, tokenizer: Any) -> str:

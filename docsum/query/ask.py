@@ -253,6 +253,7 @@ class _Run:
         # names: a model handed NVIDIA's filings for a question on Microsoft
         # answers about NVIDIA as surely as the offline engine does.
         from docsum.query.grounding import grounded
+        from docsum.query.latest import newest_first
 
         chosen, by_doc, grounding = grounded(self.store, self.question, found, by_doc, self.options.top_k, floor)
         if grounding is not None:
@@ -264,6 +265,17 @@ class _Run:
             ]
             if not chosen:
                 return self._abstained(grounding.note)
+        chosen, latest = newest_first(self.question, chosen, found.candidates)
+        if latest is not None:
+            self.say(f"{latest.step}: {latest.before} → {latest.after} documents; {latest.note}")
+            self.steps.append(latest)
+            missing = [c.doc_id for c in chosen if c.doc_id not in by_doc]
+            if missing:
+                by_doc = {**by_doc, **self.store.nodes_for(missing)}
+            kept = {c.doc_id for c in chosen}
+            self.documents = [d for d in self.documents if d.doc_id in kept] + [
+                DocumentHit.of(c) for c in chosen if all(d.doc_id != c.doc_id for d in self.documents)
+            ]
         nodes = [
             NodeWithScore(
                 Node(r.text, r.doc_id, c.path, r.seq, tuple(r.pages), r.start_char, r.end_char, r.token_count), c.score
