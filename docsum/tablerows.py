@@ -30,6 +30,8 @@ _UNITS = re.compile(r"\(\s*in (millions|billions|thousands)\b[^)]*\)", re.IGNORE
 _GROUP = re.compile(r"(?:months|weeks|quarter|year)s? ended|^[A-Z][a-z]+ \d{1,2},?$", re.IGNORECASE)
 _ENDED = re.compile(r"(?:months|weeks|quarter|year)s? ended", re.IGNORECASE)
 _DATE_LINE = re.compile(r"^[A-Z][a-z]+ \d{1,2},?$")
+# Columns after the dated ones that a quote leaves out ("% Change").
+MAX_UNDATED_COLUMNS = 2
 # How far above a row its headings may be: a table's rows and headings.
 MAX_HEADING_DISTANCE = 40
 
@@ -88,7 +90,7 @@ def _column_headings(lines: list[str], at: int, count: int) -> tuple[list[str], 
         line = lines[back].strip()
         if not line:
             if headings:
-                break
+                return headings[-count:] if len(headings) >= count else [], unit or _unit_above(lines, back)
             continue
         units = _UNITS.search(line)
         if units and not unit:
@@ -100,12 +102,35 @@ def _column_headings(lines: list[str], at: int, count: int) -> tuple[list[str], 
         if len(years) >= count and all(_YEAR.match(y) for y in years):
             headings = _with_groups(lines, back, years)
             continue
+        if 2 <= len(years) < count <= len(years) + MAX_UNDATED_COLUMNS and all(_YEAR.match(y) for y in years):
+            # Years over the first columns only; the rest ("% Change") are
+            # left out of the quote.
+            return _with_groups(lines, back, years), unit or _unit_above(lines, back)
+        if not _heading_cells(cells):
+            continue
         if len(cells) > count and _UNITS.search(cells[0]) or len(cells) == count + 1 and not is_row(line):
             headings = cells[-count:]
             continue
         if len(cells) == count and not is_row(line) and count > 1:
             headings = cells
     return headings[-count:] if len(headings) >= count else [], unit
+
+
+def _unit_above(lines: list[str], at: int) -> str:
+    """The unit of a caption on the first lines above `at` ("(In millions,
+    except percentages)"), past one blank line."""
+    for back in range(at - 1, max(-1, at - 4), -1):
+        found = _UNITS.search(lines[back])
+        if found:
+            return found.group(1).lower().rstrip("s")
+    return ""
+
+
+def _heading_cells(cells: list[str]) -> bool:
+    """Whether a line of cells can be column headings: not a contents line
+    ("SIGNATURE   61") and not a unit caption beside them
+    ("(In millions, except percentages)   September 30,   Change")."""
+    return not any(c.isdigit() and len(c) <= 3 for c in cells) and not any(_UNITS.search(c) for c in cells[1:])
 
 
 def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:

@@ -93,3 +93,23 @@ def test_a_summary_opening_gives_its_series_and_date() -> None:
     )
     assert dated_series("Meeting minutes: Larkspur Railway Trust, 2 October 2019.") is not None
     assert dated_series("Meeting minutes: Larkspur Railway Trust.") is None
+
+
+def test_a_row_takes_no_contents_line_or_caption_for_its_column_headings() -> None:
+    # Before: "Gross margin: 40,215 million, (In millions, except percentages);
+    # 34,670 million, September 30," and, a table further down, "SIGNATURE; 61"
+    # from the contents page above it.
+    from docsum.tablerows import row_quote
+
+    text = (
+        "SIGNATURE   61\n\n"
+        "   SUMMARY RESULTS OF OPERATIONS\n"
+        "   Three Months Ended   Percentage\n"
+        "(In millions, except percentages)   September 30,   Change\n\n"
+        "   2023   2022\n"
+        "Revenue   $   56,517   $   50,122   13%\n"
+        "Gross margin   40,215   34,670   16%\n"
+    )
+    lines = text.split("\n")
+    assert row_quote(lines, len(lines) - 2) == "Gross margin: 40,215 million, 2023; 34,670 million, 2022."
+    assert row_quote(["SIGNATURE   61", "", "Revenue   500   400"], 2) == "Revenue: 500; 400."
