@@ -113,3 +113,15 @@ def test_a_row_takes_no_contents_line_or_caption_for_its_column_headings() -> No
     lines = text.split("\n")
     assert row_quote(lines, len(lines) - 2) == "Gross margin: 40,215 million, 2023; 34,670 million, 2022."
     assert row_quote(["SIGNATURE   61", "", "Revenue   500   400"], 2) == "Revenue: 500; 400."
+
+
+def test_the_figure_measure_finds_an_amount_stated_in_another_scale() -> None:
+    from docsum.query.answermeasures import GradedAnswer, measure
+
+    def graded(answer: str) -> GradedAnswer:
+        return GradedAnswer("single", "What did Acme spend on research?", answer, True, "Acme spent $3.87 billion.")
+
+    found = measure([graded("Research and development: 3,870 million, three months ended July 1, 2023.")])
+    assert found.figure_first_50.hits == 1
+    missed = measure([graded("Research and development: 3,120 million, three months ended July 1, 2023.")])
+    assert missed.figure_first_50.hits == 0

@@ -6,7 +6,9 @@ whether a short gold answer is in the answer at all.
 - **figure in the first 50 words**: of the questions whose reference answer
   holds a figure (an amount, a count, a percentage; not a year, and not a
   number the question itself gives), the share whose answer has one of those
-  figures within its first FIRST_WORDS words;
+  figures within its first FIRST_WORDS words (an amount with its scale
+  word counts in millions to three significant digits: "$3.87 billion" is
+  found as "3,870 million");
 - **answer length**: words of each answered question's answer, median and
   90th percentile;
 - **wrong entity**: of the answered questions that name something (a company,
@@ -53,6 +55,25 @@ def figures(text: str) -> set[str]:
             value = f"{value}.{fraction}"
         if sum(c.isdigit() for c in value.strip("0.")) >= 2:
             out.add(value)
+    return out
+
+
+# An amount with its scale word: "$3.87 billion", "3,870 million".
+_AMOUNT = re.compile(
+    r"(?<![\w.])\$?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?\s*(thousand|million|billion)s?\b", re.IGNORECASE
+)
+_SCALE = {"thousand": 1e-3, "million": 1.0, "billion": 1e3}
+
+
+def amounts(text: str) -> set[str]:
+    """The amounts of a text in millions to three significant digits, so
+    "$3.87 billion" is found as "3,870 million" and "$15.3 billion" as
+    "15,338 million" (a reference answer rounds what a table states)."""
+    out: set[str] = set()
+    for match in _AMOUNT.finditer(text):
+        value = float(f"{match.group(1).replace(',', '')}.{match.group(2) or '0'}") * _SCALE[match.group(3).lower()]
+        if value > 0:
+            out.add(f"{float(f'{value:.3g}'):g}")
     return out
 
 
@@ -179,7 +200,9 @@ def measure(items: Iterable[GradedAnswer], split: bool = True) -> AnswerMeasures
         wanted = figures(item.reference) - figures(item.question)
         if wanted:
             fig_n += 1
-            fig_hits += int(bool(wanted & figures(" ".join(words[:FIRST_WORDS]))))
+            head = " ".join(words[:FIRST_WORDS])
+            scaled = amounts(item.reference) - amounts(item.question)
+            fig_hits += int(bool(wanted & figures(head) or scaled & amounts(head)))
         golds = [g for g in (item.reference, *item.aliases) if g.strip()]
         if len(item.reference.split()) <= SHORT_ANSWER_WORDS:
             short_n += 1
