@@ -68,8 +68,8 @@ def parse_row(line: str) -> Row | None:
     if len(values) == 1 and values[0].isdigit():
         return None  # one plain number: a page reference ("Item 2 … 31"), a zip code, a count in a heading
     # "in 2022 and 2021" is prose ending in years, not a row of them.
-    if all(_YEAR.match(v) for v in values) and len(values) <= 2 and label[-1:].islower():
-        return None
+    if all(_YEAR.match(v) for v in values) and (len(values) <= 2 and label[-1:].islower() or _ENDED.search(label)):
+        return None  # or a heading: "Three Months Ended September 30,   2023   2022"
     return Row(label, tuple(values))
 
 
@@ -102,10 +102,17 @@ def _column_headings(lines: list[str], at: int, count: int) -> tuple[list[str], 
         if len(years) >= count and all(_YEAR.match(y) for y in years):
             headings = _with_groups(lines, back, years)
             continue
-        if 2 <= len(years) < count <= len(years) + MAX_UNDATED_COLUMNS and all(_YEAR.match(y) for y in years):
-            # Years over the first columns only; the rest ("% Change") are
-            # left out of the quote.
-            return _with_groups(lines, back, years), unit or _unit_above(lines, back)
+        dated = _dated_heading(line, count)
+        if dated:
+            return dated, unit or _unit_above(lines, back)
+        extra = count - len(years)
+        if 2 <= len(years) and 0 < extra <= MAX_UNDATED_COLUMNS and len(years) % extra == 0:
+            if all(_YEAR.match(y) for y in years):
+                # One undated column ("% Change") after each group of years:
+                # marked "" so the quote leaves it out.
+                per, heads = len(years) // extra, _with_groups(lines, back, years)
+                marked = [h for g in range(extra) for h in [*heads[g * per : (g + 1) * per], ""]]
+                return marked, unit or _unit_above(lines, back)
         if not _heading_cells(cells):
             continue
         if len(cells) > count and _UNITS.search(cells[0]) or len(cells) == count + 1 and not is_row(line):
@@ -126,10 +133,23 @@ def _unit_above(lines: list[str], at: int) -> str:
     return ""
 
 
+def _dated_heading(line: str, count: int) -> list[str]:
+    """Headings from one line naming the period and its years ("Three Months
+    Ended September 30,   2023   2022"), or []."""
+    tokens = line.split()
+    years = [t for t in tokens if _YEAR.match(t)]
+    label = " ".join(tokens[: len(tokens) - len(years)]).rstrip(" ,")
+    if len(years) != count or tokens[len(tokens) - len(years) :] != years or not _ENDED.search(label):
+        return []
+    return [f"{label}, {years[0]}", *years[1:]]
+
+
 def _heading_cells(cells: list[str]) -> bool:
     """Whether a line of cells can be column headings: not a contents line
     ("SIGNATURE   61") and not a unit caption beside them
     ("(In millions, except percentages)   September 30,   Change")."""
+    if all(c.upper() == c for c in cells):
+        return False  # a part or section title ("PART II.   OTHER INFORMATION")
     return not any(c.isdigit() and len(c) <= 3 for c in cells) and not any(_UNITS.search(c) for c in cells[1:])
 
 
@@ -160,20 +180,50 @@ def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:
 
 
 def _under_cells(lines: list[str], at: int, years: list[str]) -> list[str]:
-    """Years under a line of one date cell a column, itself under a line of
-    column groups: "three months ended July 1, 2023", "June 25, 2022", …; the
-    years alone when the lines above are not such headings."""
-    if at < 1:
+    """Years under a line of dates, one a column ("July 1,   June 25, …") or
+    one a group ("December 31,   December 31,"), itself under a line of
+    column groups ("Three Months Ended   Six Months Ended"): "three months
+    ended July 1, 2023", "June 25, 2022", …; the years alone when the lines
+    above are not such headings. A blank line between them and a unit
+    caption in the first cell ("(In millions) …   December 31,") are passed."""
+    above = _header_lines(lines, at, 2)
+    dates = above[0] if above else []
+    if not dates or len(years) % len(dates) or not all(_DATE_LINE.match(d) for d in dates):
         return years
-    dates = _cells(lines[at - 1])
-    if len(dates) != len(years) or not all(_DATE_LINE.match(d) for d in dates):
-        return years
-    columns = [f"{d.rstrip(',')}, {y}" for d, y in zip(dates, years)]
-    groups = _cells(lines[at - 2]) if at >= 2 else []
-    if not groups or len(years) % len(groups) or not all(_GROUP.search(g) for g in groups):
-        return columns
-    per = len(years) // len(groups)
-    return [f"{groups[i // per]} {c}" if i % per == 0 else c for i, c in enumerate(columns)]
+    groups = above[1] if len(above) > 1 else []
+    if not groups or len(dates) % len(groups) or not all(_GROUP.search(g) for g in groups):
+        groups = []
+    if len(dates) == len(years):
+        columns = [f"{d.rstrip(',')}, {y}" for d, y in zip(dates, years)]
+        if not groups or len(years) % len(groups):
+            return columns
+        per = len(years) // len(groups)
+        return [f"{groups[i // per]} {c}" if i % per == 0 else c for i, c in enumerate(columns)]
+    per = len(years) // len(dates)
+    if len(groups) == len(dates):
+        dates = [f"{g} {d}" for g, d in zip(groups, dates)]
+    return [f"{dates[i // per].rstrip(',')}, {y}" if i % per == 0 else y for i, y in enumerate(years)]
+
+
+def _header_lines(lines: list[str], at: int, count: int) -> list[list[str]]:
+    """The cells of up to `count` lines above `at`, nearest first, past blank
+    lines (one at a time) and without a unit caption cell."""
+    found: list[list[str]] = []
+    back, blanks = at - 1, 0
+    while back >= 0 and len(found) < count:
+        line = lines[back].strip()
+        back -= 1
+        if not line:
+            blanks += 1
+            if blanks > 1:
+                break
+            continue
+        blanks = 0
+        cells = _cells(line)
+        if cells and _UNITS.search(cells[0]):
+            cells = cells[1:]
+        found.append(cells)
+    return found
 
 
 def _first_group(values: list[str], headings: list[str]) -> tuple[list[str], list[str]]:
@@ -209,6 +259,10 @@ def row_quote(lines: list[str], at: int) -> str | None:
         return None
     headings, unit = _column_headings(lines, at, len(row.values))
     values = list(row.values)
+    if "" in headings:
+        # The columns after a group's years ("% Change") end its first group.
+        end = headings.index("")
+        values, headings = values[:end], headings[:end]
     if headings:
         values, headings = _first_group(values, headings)
         parts = [f"{_with_unit(v, unit)}, {_lower_first(h)}" for v, h in zip(values, headings)]

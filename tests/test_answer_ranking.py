@@ -125,3 +125,38 @@ def test_the_figure_measure_finds_an_amount_stated_in_another_scale() -> None:
     assert found.figure_first_50.hits == 1
     missed = measure([graded("Research and development: 3,120 million, three months ended July 1, 2023.")])
     assert missed.figure_first_50.hits == 0
+
+
+def test_rows_take_their_period_from_each_layout_of_headings_a_filing_uses() -> None:
+    from docsum.tablerows import is_row, row_quote
+
+    def quote(text: str) -> str | None:
+        lines = text.split("\n")
+        return row_quote(lines, len(lines) - 1)
+
+    # One date a group, under the groups' names, a caption in the first cell
+    # and a blank line before the years.
+    grouped = (
+        "   Three Months Ended   Six Months Ended\n"
+        "(In millions, except per share amounts) (Unaudited)   December 31,   December 31,\n\n"
+        "   2022   2021   2022   2021\n"
+        "   Total revenue   52,747   51,728   102,869   97,045"
+    )
+    assert (
+        quote(grouped) == "Total revenue: 52,747 million, three months ended December 31, 2022; 51,728 million, 2021."
+    )
+    # The period and its years on one line, which is a heading, not a row.
+    one_line = (
+        "(In millions)\n\nThree Months Ended September 30,   2023   2022\nRevenue:\n   Total revenue   56,517   50,122"
+    )
+    assert not is_row("Three Months Ended September 30,   2023   2022")
+    assert (
+        quote(one_line) == "Total revenue: 56,517 million, three months ended September 30, 2023; 50,122 million, 2022."
+    )
+    # A "% Change" column after each group of years is left out.
+    changes = (
+        "(In millions)\n   Three Months Ended   Percentage   Six Months Ended   Percentage\n\n"
+        "   2022   2021   2022   2021\n"
+        "Gross margin   35,259   34,768   1%   69,929   66,439   5%"
+    )
+    assert quote(changes) == "Gross margin: 35,259 million, 2022; 34,768 million, 2021."

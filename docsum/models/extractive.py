@@ -361,15 +361,17 @@ MIN_LABEL_PRECISION = 0.5
 # Past this many words a unit is rarely one answer: a glossary, a list of
 # risks or a run of cells read as prose. Its score shrinks in proportion.
 LONG_UNIT_WORDS = 60
-# Stems (docsum.lexical.terms) a question and a table's label use for the
+# Words of a row's label that say which period, not which figure ("First
+# Quarter", "Three Months Ended"): no match for a question's "quarters".
+_PERIOD_TERMS = frozenset({"quarter", "first", "second", "third", "fourth", "month", "year", "period", "fiscal"})
+# Stems (docsum.lexical.terms, folded) a question and a table's label use for the
 # same figure: "sales" for "revenue", "buybacks" for "repurchases",
 # "spending" or "costs" for "expenses".
 _LABEL_SYNONYMS = {
     "sal": "revenue",
     "revenu": "revenue",
     "buyback": "repurchas",
-    "repurchase": "repurchas",
-    "expenditure": "expens",
+    "expenditur": "expens",
     "spend": "expens",
     "cost": "expens",
     "operational": "operat",
@@ -411,13 +413,14 @@ def _select(
             unique.append((i, s))
     if not unique:
         return []
-    bags = [Counter(terms(s)) for _, s in unique]
+    term_of = _answer_terms if focused else terms
+    bags = [Counter(term_of(s)) for _, s in unique]
     idf = _idf(bags)
-    q = set(terms(query))
+    q = set(term_of(query))
     # The question's names say which document, not which sentence: grounding
     # has already kept documents that mention them, so in an answer they
     # count half, and the sentence with the asked-for fact wins.
-    names = name_terms(query) if focused else set()
+    names = {_folded(t) for t in name_terms(query)} if focused else set()
     weight = {t: idf.get(t, 1.0) * (NAME_WEIGHT if t in names else 1.0) for t in q}
     q_weight = sum(weight.values()) or 1.0
     centroid: Counter[str] = Counter()
@@ -501,6 +504,18 @@ def _select(
     return chosen
 
 
+def _folded(term: str) -> str:
+    """A term without the final "e" docsum.lexical.stem leaves on some forms,
+    so "revenue" meets "revenues" and "repurchase" meets "repurchased"."""
+    return term[:-1] if len(term) > 4 and term.endswith("e") else term
+
+
+def _answer_terms(text: str) -> list[str]:
+    """docsum.lexical.terms, folded (see _folded): used to rank an answer's
+    units only, so stored indexes and summaries are untouched."""
+    return [_folded(t) for t in terms(text)]
+
+
 def _row_label_bonus(text: str, asked: dict[str, float]) -> float:
     """ROW_LABEL_BONUS for a table row whose label the question names, more
     the more of the label it names and the more of the question's weight the
@@ -510,7 +525,7 @@ def _row_label_bonus(text: str, asked: dict[str, float]) -> float:
     row = _ROW_QUOTE.match(text)
     if row is None or not asked:
         return 0.0
-    label = {_LABEL_SYNONYMS.get(t, t) for t in terms(row.group("label"))}
+    label = {_LABEL_SYNONYMS.get(t, t) for t in _answer_terms(row.group("label"))} - _PERIOD_TERMS
     weights: dict[str, float] = {}
     for t, w in asked.items():
         key = _LABEL_SYNONYMS.get(t, t)
