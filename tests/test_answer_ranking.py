@@ -160,3 +160,20 @@ def test_rows_take_their_period_from_each_layout_of_headings_a_filing_uses() -> 
         "Gross margin   35,259   34,768   1%   69,929   66,439   5%"
     )
     assert quote(changes) == "Gross margin: 35,259 million, 2022; 34,768 million, 2021."
+
+
+def test_certifications_are_no_answer_and_an_abbreviation_meets_its_words() -> None:
+    # Before: an officer's certification ("any change … during the most
+    # recent fiscal quarter") led answers on changes over the quarters, and
+    # "R&D" matched no word of "Research and development".
+    engine = ExtractiveLLM()
+    context = (
+        "[1] (source: report.txt)\n"
+        "(d) Disclosed in this report any change in the registrant's internal control over financial reporting "
+        "that occurred during the registrant's most recent fiscal quarter that has materially affected it.\n\n"
+        "Our spending changed little over the quarter while headcount grew in every region we serve.\n\n"
+        "(In millions)\n   2023   2022\nResearch and development   4,109   4,362\n"
+    )
+    answer = engine.answer("How did Acme's R&D spending change in the most recent fiscal quarter?", context)
+    assert answer.startswith("Research and development: 4,109 million, 2023"), answer
+    assert "Disclosed in this report" not in answer

@@ -22,6 +22,7 @@ from docsum.citations import markers_in, split_numbered, strip_markers, with_mar
 from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import name_terms, says_cannot_answer
+from docsum.models.answerrank import LONG_UNIT_WORDS, answer_terms, folded, is_form_text, row_label_bonus, spelled_out
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import (
@@ -217,14 +218,14 @@ class ExtractiveLLM(LLM):
         marks = dict(zip(fresh, fresh_marks))
         marks.update((s, m) for s, m in zip(old, old_marks) if m is not None)
         new = [s for s in fresh if s not in old]
-        q = set(terms(query))
+        q = set(answer_terms(spelled_out(query)))  # as _select reads it: "R&D" meets "research"
         if q and old:
             # Only material about the question can improve an answer. Without
             # this, off-topic sentences won on centrality alone and were
             # appended, so "refine" changed answers the new context did not
             # touch. (A query with no content words, such as the summary
             # query, still refines by centrality.)
-            new = [s for s in new if q & set(terms(s))]
+            new = [s for s in new if q & set(answer_terms(s))]
             if not new:
                 return existing
         chosen = _select(
@@ -349,36 +350,6 @@ MIN_ANSWER_WORDS = 4
 # from 0.1 to 0.2 the rates barely move, above 0.25 multi-hop questions
 # (whose words spread over several sentences) stop being answered.
 ANSWER_COVERAGE_FLOOR = 0.15
-# A table row quoted by docsum.tablerows ("Total net sales: $81,797 million,
-# three months ended July 1, 2023; …"): its label names what its figures are.
-_ROW_QUOTE = re.compile(r"^(?P<label>[^:]{2,120}?): (?=[-–—$(]?\d|[—–][;.])")
-# A row whose label is the thing asked for ("Apple's total net sales",
-# "inventory levels") is the answer to a question about a figure; the bonus
-# scales with the share of the label's words the question holds, so
-# "Percentage of total net sales" ranks below "Total net sales".
-ROW_LABEL_BONUS = 1.0
-MIN_LABEL_PRECISION = 0.5
-# Past this many words a unit is rarely one answer: a glossary, a list of
-# risks or a run of cells read as prose. Its score shrinks in proportion.
-LONG_UNIT_WORDS = 60
-# Words of a row's label that say which period, not which figure ("First
-# Quarter", "Three Months Ended"): no match for a question's "quarters".
-_PERIOD_TERMS = frozenset({"quarter", "first", "second", "third", "fourth", "month", "year", "period", "fiscal"})
-# Stems (docsum.lexical.terms, folded) a question and a table's label use for the
-# same figure: "sales" for "revenue", "buybacks" for "repurchases",
-# "spending" or "costs" for "expenses".
-_LABEL_SYNONYMS = {
-    "sal": "revenue",
-    "revenu": "revenue",
-    "buyback": "repurchas",
-    "expenditur": "expens",
-    "spend": "expens",
-    "cost": "expens",
-    "operational": "operat",
-    "earning": "income",
-}
-
-
 _MARKUP = re.compile(r"^\s*(?:#{1,6}|>|[-*•])\s+")
 
 
@@ -413,14 +384,14 @@ def _select(
             unique.append((i, s))
     if not unique:
         return []
-    term_of = _answer_terms if focused else terms
+    term_of = answer_terms if focused else terms
     bags = [Counter(term_of(s)) for _, s in unique]
     idf = _idf(bags)
-    q = set(term_of(query))
+    q = set(term_of(spelled_out(query) if focused else query))
     # The question's names say which document, not which sentence: grounding
     # has already kept documents that mention them, so in an answer they
     # count half, and the sentence with the asked-for fact wins.
-    names = {_folded(t) for t in name_terms(query)} if focused else set()
+    names = {folded(t) for t in name_terms(query)} if focused else set()
     weight = {t: idf.get(t, 1.0) * (NAME_WEIGHT if t in names else 1.0) for t in q}
     q_weight = sum(weight.values()) or 1.0
     centroid: Counter[str] = Counter()
@@ -437,6 +408,8 @@ def _select(
             continue  # a heading names a topic; it does not answer a question
         if focused and (len(text.split()) < MIN_ANSWER_WORDS or text.upper() == text):
             continue  # a fragment or an all-capitals heading ("ITEM 1. FINANCIAL STATEMENTS")
+        if focused and is_form_text(text):
+            continue  # a certification or an exhibit note: the form's words, no answer
         bonus = informative_bonus(text) if informative else 0.0
         if bonus is None:
             continue  # not prose: a heading, formula debris, a row of figures
@@ -452,7 +425,7 @@ def _select(
             # asked for (an amount, a date) beats one that repeats the names.
             score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _ANSWER_TYPES[kind][1].search(text))
         if focused:
-            score += _row_label_bonus(text, {t: weight[t] for t in q - names})
+            score += row_label_bonus(text, {t: weight[t] for t in q - names})
             length = len(text.split())
             if length > LONG_UNIT_WORDS:
                 score *= LONG_UNIT_WORDS / length
@@ -502,39 +475,6 @@ def _select(
         chosen_terms.append(words)
         used += cost
     return chosen
-
-
-def _folded(term: str) -> str:
-    """A term without the final "e" docsum.lexical.stem leaves on some forms,
-    so "revenue" meets "revenues" and "repurchase" meets "repurchased"."""
-    return term[:-1] if len(term) > 4 and term.endswith("e") else term
-
-
-def _answer_terms(text: str) -> list[str]:
-    """docsum.lexical.terms, folded (see _folded): used to rank an answer's
-    units only, so stored indexes and summaries are untouched."""
-    return [_folded(t) for t in terms(text)]
-
-
-def _row_label_bonus(text: str, asked: dict[str, float]) -> float:
-    """ROW_LABEL_BONUS for a table row whose label the question names, more
-    the more of the label it names and the more of the question's weight the
-    label holds (a rare word such as "inventories" counts more than
-    "total"); 0 for anything else. Words a question and a table use for the
-    same figure ("sales" and "revenue") match."""
-    row = _ROW_QUOTE.match(text)
-    if row is None or not asked:
-        return 0.0
-    label = {_LABEL_SYNONYMS.get(t, t) for t in _answer_terms(row.group("label"))} - _PERIOD_TERMS
-    weights: dict[str, float] = {}
-    for t, w in asked.items():
-        key = _LABEL_SYNONYMS.get(t, t)
-        weights[key] = max(w, weights.get(key, 0.0))
-    named = label & weights.keys()
-    if not label or not named or len(named) / len(label) < MIN_LABEL_PRECISION:
-        return 0.0
-    held = sum(weights[t] for t in named) / sum(weights.values())
-    return ROW_LABEL_BONUS * math.sqrt(len(named) / len(label) * held)
 
 
 def _head_within(text: str, budget: int, tokenizer: Any) -> str:

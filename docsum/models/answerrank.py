@@ -1,0 +1,108 @@
+"""How the offline engine ranks the units of an answer beyond the question's
+words: a table row whose label names what the question asks for, units too
+long to be one answer, and a form's certification text, which answers no
+question a person asks."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from docsum.lexical import terms
+
+# A table row quoted by docsum.tablerows ("Total net sales: $81,797 million,
+# three months ended July 1, 2023; …"): its label names what its figures are.
+_ROW_QUOTE = re.compile(r"^(?P<label>[^:]{2,120}?): (?=[-–—$(]?\d|[—–][;.])")
+# A row whose label is the thing asked for ("Apple's total net sales",
+# "inventory levels") is the answer to a question about a figure; the bonus
+# scales with the share of the label's words the question holds, so
+# "Percentage of total net sales" ranks below "Total net sales".
+ROW_LABEL_BONUS = 1.0
+MIN_LABEL_PRECISION = 0.5
+# Past this many words a unit is rarely one answer: a glossary, a list of
+# risks or a run of cells read as prose. Its score shrinks in proportion.
+LONG_UNIT_WORDS = 60
+# Words of a row's label that say which period, not which figure ("First
+# Quarter", "Three Months Ended"): no match for a question's "quarters".
+_PERIOD_TERMS = frozenset({"quarter", "first", "second", "third", "fourth", "month", "year", "period", "fiscal"})
+# Stems (docsum.lexical.terms, folded) a question and a table's label use for the
+# same figure: "sales" for "revenue", "buybacks" for "repurchases",
+# "spending" or "costs" for "expenses".
+_LABEL_SYNONYMS = {
+    "sal": "revenue",
+    "revenu": "revenue",
+    "buyback": "repurchas",
+    "expenditur": "expens",
+    "spend": "expens",
+    "cost": "expens",
+    "operational": "operat",
+    "earning": "income",
+}
+# Abbreviations a question uses for what a filing spells out.
+_ABBREVIATIONS = {
+    re.compile(r"\bR&D\b"): "research and development",
+    re.compile(r"\bM&A\b"): "mergers and acquisitions",
+}
+# Text every filing carries for the form's sake (officers' certifications,
+# exhibit and XBRL notes, the forward-looking-statements notice): it holds
+# the words of many questions ("any change … during the most recent fiscal
+# quarter") and answers none.
+_FORM_TEXT = (
+    "based on my knowledge",
+    "disclosed in this report any change",
+    "any fraud, whether or not material",
+    "fully complies with the requirements of section 13(a)",
+    "designed such disclosure controls",
+    "to which this certification",
+    "pursuant to section 906",
+    "inline xbrl",
+    "forward-looking statements may appear",
+    "we are aware that our report dated",
+    "copies of",
+)
+
+
+def spelled_out(question: str) -> str:
+    """The question with its abbreviations written out beside them ("R&D"
+    is two one-letter words, which no term matches)."""
+    for pattern, words in _ABBREVIATIONS.items():
+        question = pattern.sub(rf"\g<0> ({words})", question)
+    return question
+
+
+def is_form_text(unit: str) -> bool:
+    low = unit.lower()
+    return any(cue in low for cue in _FORM_TEXT)
+
+
+def folded(term: str) -> str:
+    """A term without the final "e" docsum.lexical.stem leaves on some forms,
+    so "revenue" meets "revenues" and "repurchase" meets "repurchased"."""
+    return term[:-1] if len(term) > 4 and term.endswith("e") else term
+
+
+def answer_terms(text: str) -> list[str]:
+    """docsum.lexical.terms, folded (see folded): used to rank an answer's
+    units only, so stored indexes and summaries are untouched."""
+    return [folded(t) for t in terms(text)]
+
+
+def row_label_bonus(text: str, asked: dict[str, float]) -> float:
+    """ROW_LABEL_BONUS for a table row whose label the question names, more
+    the more of the label it names and the more of the question's weight the
+    label holds (a rare word such as "inventories" counts more than
+    "total"); 0 for anything else. Words a question and a table use for the
+    same figure ("sales" and "revenue") match."""
+    row = _ROW_QUOTE.match(text)
+    if row is None or not asked:
+        return 0.0
+    label = {_LABEL_SYNONYMS.get(t, t) for t in answer_terms(row.group("label"))} - _PERIOD_TERMS
+    weights: dict[str, float] = {}
+    for t, w in asked.items():
+        key = _LABEL_SYNONYMS.get(t, t)
+        weights[key] = max(w, weights.get(key, 0.0))
+    named = label & weights.keys()
+    if not label or not named or len(named) / len(label) < MIN_LABEL_PRECISION:
+        return 0.0
+    held = sum(weights[t] for t in named) / sum(weights.values())
+    return ROW_LABEL_BONUS * math.sqrt(len(named) / len(label) * held)
