@@ -177,3 +177,14 @@ def test_certifications_are_no_answer_and_an_abbreviation_meets_its_words() -> N
     answer = engine.answer("How did Acme's R&D spending change in the most recent fiscal quarter?", context)
     assert answer.startswith("Research and development: 4,109 million, 2023"), answer
     assert "Disclosed in this report" not in answer
+
+
+def test_of_two_sentences_on_the_question_the_one_with_the_amount_leads() -> None:
+    engine = ExtractiveLLM()
+    context = (
+        "[1] (source: report.txt)\n"
+        "The acquisition talks with the owners of Harbor Marine took most of the spring.\n\n"
+        "We closed the acquisition for $3.5 billion in cash.\n"
+    )
+    answer = engine.answer("Did Acme report any acquisition of another business?", context)
+    assert answer.startswith("We closed the acquisition for $3.5 billion"), answer

@@ -335,6 +335,7 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     ),
 }
 ANSWER_TYPE_BONUS = 0.25
+SPECIFIC_BONUS = 0.1
 NAME_WEIGHT = 0.5
 # An answer is a few good sentences, not a page: stop at --answer-sentences,
 # or once about this many words a sentence are quoted (the first sentence is
@@ -420,6 +421,8 @@ def _select(
         score = (0.75 * relevance + 0.25 * central) if any_overlap else central
         if focused and wants_number and relevance > 0 and _HAS_NUMBER.search(text):
             score += 0.2
+        elif focused and relevance > 0 and _ANSWER_TYPES["amount"][1].search(text):
+            score += SPECIFIC_BONUS
         if focused and any(t in bag for t in q - names):  # about the thing asked, not only its names
             # "How much … and when …": a sentence holding the kind of fact
             # asked for (an amount, a date) beats one that repeats the names.
