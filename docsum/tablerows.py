@@ -116,11 +116,39 @@ def _column_headings(lines: list[str], at: int, count: int) -> tuple[list[str], 
         if not _heading_cells(cells):
             continue
         if len(cells) > count and _UNITS.search(cells[0]) or len(cells) == count + 1 and not is_row(line):
-            headings = cells[-count:]
+            headings = _periods_above(lines, back, count) or cells[-count:]
             continue
         if len(cells) == count and not is_row(line) and count > 1:
-            headings = cells
+            headings = _periods_above(lines, back, count) or cells
     return headings[-count:] if len(headings) >= count else [], unit
+
+
+# A column heading that names a period: "Q2 2023", "YTD 2022", "Jul 1, 2023", "2023".
+_PERIOD_CELL = re.compile(
+    r"^(?:(?:Q[1-4]|YTD|FY|H[12]|Fiscal)\s?(?:19|20)\d\d|(?:19|20)\d\d|[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d)$"
+)
+# A column a quote leaves out: the second column of a period ("% of Net Revenue" beside "Amount").
+SKIPPED = "\x00"
+
+
+def _periods_above(lines: list[str], at: int, count: int) -> list[str]:
+    """When the heading line at `at` names no period ("Amount   Revenue   …"),
+    periods a few lines above that span its columns ("Q2 2023   Q2 2022 …",
+    under "Three Months Ended   Six Months Ended"): each period heads the
+    first of its columns, the others are SKIPPED. [] when there are none."""
+    if any(_PERIOD_CELL.match(c) for c in _cells(lines[at])):
+        return []
+    above = _header_lines(lines, at, 3)
+    for k, cells in enumerate(above):
+        if not cells or len(cells) >= count or count % len(cells) or not all(_PERIOD_CELL.match(c) for c in cells):
+            continue
+        groups = above[k + 1] if k + 1 < len(above) else []
+        if groups and len(cells) % len(groups) == 0 and all(_GROUP.search(g) for g in groups):
+            per_group = len(cells) // len(groups)
+            cells = [f"{groups[i // per_group]} {c}" if i % per_group == 0 else c for i, c in enumerate(cells)]
+        per = count // len(cells)
+        return [cells[j // per] if j % per == 0 else SKIPPED for j in range(count)]
+    return []
 
 
 def _unit_above(lines: list[str], at: int) -> str:
@@ -236,6 +264,11 @@ def _first_group(values: list[str], headings: list[str]) -> tuple[list[str], lis
         if starts:
             return values[: starts[0]], headings[: starts[0]]
         return values, headings
+    if _ENDED.search(headings[0]):
+        # "three months ended Q2 2023", "Q2 2022", "six months ended YTD 2023", …
+        starts = [i for i, h in enumerate(headings) if i > 0 and _ENDED.search(h)]
+        if starts:
+            return values[: starts[0]], headings[: starts[0]]
     starts = [i for i, h in enumerate(headings) if "," in h and i > 0]
     if starts and "," in headings[0]:
         return values[: starts[0]], headings[: starts[0]]
@@ -259,6 +292,9 @@ def row_quote(lines: list[str], at: int) -> str | None:
         return None
     headings, unit = _column_headings(lines, at, len(row.values))
     values = list(row.values)
+    if SKIPPED in headings:
+        kept = [i for i, h in enumerate(headings) if h != SKIPPED]
+        values, headings = [values[i] for i in kept], [headings[i] for i in kept]
     if "" in headings:
         # The columns after a group's years ("% Change") end its first group.
         end = headings.index("")

@@ -188,3 +188,18 @@ def test_of_two_sentences_on_the_question_the_one_with_the_amount_leads() -> Non
     )
     answer = engine.answer("Did Acme report any acquisition of another business?", context)
     assert answer.startswith("We closed the acquisition for $3.5 billion"), answer
+
+
+def test_a_row_under_amount_and_share_columns_is_quoted_by_period() -> None:
+    # Before: "Gross margin: 4,638, Amount; 35.8%, Revenue; 5,587, Amount; …".
+    from docsum.tablerows import row_quote
+
+    text = (
+        "   Three Months Ended   Six Months Ended\n"
+        "   Q2 2023   Q2 2022   YTD 2023   YTD 2022\n"
+        "(In Millions, Except Per Share   % of Net   % of Net   % of Net   % of Net\n"
+        "Amounts)   Amount   Revenue   Amount   Revenue   Amount   Revenue   Amount   Revenue\n"
+        "Gross margin   4,638   35.8 %   5,587   36.5 %   8,646   35.1 %   14,831   44.0 %"
+    )
+    lines = text.split("\n")
+    assert row_quote(lines, 4) == "Gross margin: 4,638, three months ended Q2 2023; 5,587, Q2 2022."
