@@ -146,7 +146,7 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
         if line.endswith(":") and len(line.split()) <= MAX_HEADING_WORDS and is_row(following):
             close()  # a group of rows' heading ("Cost of revenue:")
             continue
-        if len(re.split(r"\t|\s{3,}", line)) > 2:
+        if len(re.split(r"\t|\s{3,}", line)) > 1:
             close()  # a line of cells without figures (column headings): no sentence
             continue
         paragraph.append(line)

@@ -203,3 +203,23 @@ def test_a_row_under_amount_and_share_columns_is_quoted_by_period() -> None:
     )
     lines = text.split("\n")
     assert row_quote(lines, 4) == "Gross margin: 4,638, three months ended Q2 2023; 5,587, Q2 2022."
+
+
+def test_no_answer_glues_half_a_sentence_or_a_tables_heading_to_the_next() -> None:
+    # Before: "Share repurchase activity during the three months ended July 1,
+    # During the nine months …": a node cut the first sentence, and a
+    # two-cell heading line ran into the lead-in above it.
+    engine = ExtractiveLLM()
+    context = (
+        "[1] (source: report.txt)\n"
+        "Purchases of Equity Securities\n"
+        "Share repurchase activity during the three months ended July 1,\n\n"
+        "[2] (source: report.txt)\n"
+        "During the nine months ended July 1, 2023, the Company repurchased 365 million shares for $56.1 billion.\n\n"
+        "Share repurchase activity during the quarter was as follows (in millions):\n"
+        "   Total Number of   Approximate Dollar\n"
+        "   Shares   Value of\n"
+    )
+    answer = engine.answer("What share repurchase activity did Acme report?", context)
+    assert answer.startswith("During the nine months ended July 1, 2023, the Company repurchased"), answer
+    assert "July 1, During" not in answer and "Approximate Dollar" not in answer

@@ -49,6 +49,7 @@ _ABBREVIATIONS = {
 # quarter") and answers none.
 _FORM_TEXT = (
     "based on my knowledge",
+    "i have reviewed this",
     "disclosed in this report any change",
     "any fraud, whether or not material",
     "fully complies with the requirements of section 13(a)",
@@ -68,6 +69,18 @@ def spelled_out(question: str) -> str:
     for pattern, words in _ABBREVIATIONS.items():
         question = pattern.sub(rf"\g<0> ({words})", question)
     return question
+
+
+def is_fragment(unit: str) -> bool:
+    """Half a sentence: one that a passage's edge cut ("… the three months
+    ended July 1," or "basis, developments in our legal proceedings …"), or
+    a table's lead-in ("… was as follows (in millions):").
+    Quoted, it runs into the next unit with nothing between them."""
+    text = unit.strip()
+    if _ROW_QUOTE.match(text):
+        return False  # a table row ("iPhone®: $39,669, …")
+    first = text.split(" ", 1)[0]
+    return text.endswith((",", ":")) or (first[:1].islower() and first.lower() == first)
 
 
 def is_form_text(unit: str) -> bool:

@@ -22,7 +22,15 @@ from docsum.citations import markers_in, split_numbered, strip_markers, with_mar
 from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import name_terms, says_cannot_answer
-from docsum.models.answerrank import LONG_UNIT_WORDS, answer_terms, folded, is_form_text, row_label_bonus, spelled_out
+from docsum.models.answerrank import (
+    LONG_UNIT_WORDS,
+    answer_terms,
+    folded,
+    is_form_text,
+    is_fragment,
+    row_label_bonus,
+    spelled_out,
+)
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import (
@@ -411,6 +419,8 @@ def _select(
             continue  # a fragment or an all-capitals heading ("ITEM 1. FINANCIAL STATEMENTS")
         if focused and is_form_text(text):
             continue  # a certification or an exhibit note: the form's words, no answer
+        if focused and is_fragment(text):
+            continue  # half a sentence a node boundary cut: it would be glued to the next unit
         bonus = informative_bonus(text) if informative else 0.0
         if bonus is None:
             continue  # not prose: a heading, formula debris, a row of figures
