@@ -223,3 +223,24 @@ def test_no_answer_glues_half_a_sentence_or_a_tables_heading_to_the_next() -> No
     answer = engine.answer("What share repurchase activity did Acme report?", context)
     assert answer.startswith("During the nine months ended July 1, 2023, the Company repurchased"), answer
     assert "July 1, During" not in answer and "Approximate Dollar" not in answer
+
+
+def test_a_fiscal_quarter_written_out_names_the_same_period() -> None:
+    # Before: "second quarter of fiscal 2024" in a question was Q2 2024, but
+    # the filing's "second quarter of fiscal year 2024" was not, so the
+    # question abstained over the very filing it asks about.
+    from docsum.models.abstain import TextKeys, quarters_as_codes
+
+    assert quarters_as_codes("the second quarter of fiscal 2024") == "the Q2 2024"
+    assert TextKeys("Revenue for the second quarter of fiscal year 2024 was $13.51 billion.").count("q2 2024") == 1
+
+
+def test_a_filing_named_for_one_quarter_is_about_the_fiscal_quarter_its_text_reports() -> None:
+    from docsum.models.abstain import document_keys, missing_names
+
+    fiscal = "Revenue for the second quarter of fiscal year 2024 was $13.51 billion. " * 6
+    fiscal += "Revenue for the second quarter of fiscal year 2023 was $6.70 billion. "
+    keys = document_keys("nv", "2023_Q2_NVDA.pdf", "A quarterly report: Nvidia Corporation.", "Nvidia " * 5 + fiscal)
+    assert missing_names(["nvidia", "q2 2024"], keys) == []
+    # A period it names less often is not what it is about.
+    assert missing_names(["nvidia", "q4 2024"], keys) == ["q4 2024"]

@@ -253,8 +253,11 @@ def name_terms(question: str) -> set[str]:
     }
 
 
-# "the third quarter of 2023" names the period "Q3 2023" does.
-_QUARTER_WORDS = re.compile(r"\b(first|second|third|fourth) (?:fiscal )?quarter(?: of(?: fiscal)?)?\b", re.IGNORECASE)
+# "the third quarter of 2023" names the period "Q3 2023" does, and so does
+# "the third quarter of fiscal year 2023" (NVIDIA's filings write it so).
+_QUARTER_WORDS = re.compile(
+    r"\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter(?:\s+of(?:\s+fiscal)?(?:\s+year)?)?\b", re.IGNORECASE
+)
 _QUARTER_NUMBER = {"first": "Q1", "second": "Q2", "third": "Q3", "fourth": "Q4"}
 
 
@@ -292,6 +295,9 @@ class TextKeys:
 # customer, Intel's names Apple four times; each company's own filings name it
 # 40 to 150 times.
 WORDS_PER_MENTION = 2500
+# How much more often a filing must name another period than the one its file
+# name gives to be about that period too (a fiscal quarter; see is_about).
+PERIOD_DOMINANCE = 2
 
 
 @dataclass
@@ -311,13 +317,27 @@ class DocumentKeys:
         least once every WORDS_PER_MENTION words."""
         if self.name.has_all(name) or (self.summary.count(name) and not is_figure(name)):
             return True
+        often = self.body.count(name) >= max(MIN_MENTIONS, len(self.body.sequence) / WORDS_PER_MENTION)
         if all(_PERIOD.match(part) for part in name.split(" ")) and any(
             _PERIOD.match(word) for word in self.name.words
         ):
             # A file named for its period (2023_Q3_INTC.txt) is about that
-            # period, however often it compares itself with Q3 2022.
-            return False
-        return self.body.count(name) >= max(MIN_MENTIONS, len(self.body.sequence) / WORDS_PER_MENTION)
+            # period, however often it compares itself with Q3 2022 (Intel's
+            # filings name the year-ago quarter a little more often than their
+            # own); unless its text names the asked period at least
+            # PERIOD_DOMINANCE times as often as the file's (NVIDIA's 2023_Q2
+            # filing is for "the second quarter of fiscal year 2024": 20
+            # mentions against 8).
+            named = self.name_period()
+            return bool(named) and often and self.body.count(name) >= PERIOD_DOMINANCE * self.body.count(named)
+        return often
+
+    def name_period(self) -> str:
+        """The period a file name gives ("q2 2023" for 2023_Q2_NVDA.pdf), or ''."""
+        words = self.name.sequence[:8]
+        code = next((w for w in words if _PERIOD.match(w) and not w.isdigit()), "")
+        year = next((w for w in words if w.isdigit() and len(w) == 4), "")
+        return f"{code} {year}" if code and year else ""
 
     def mentions(self, name: str) -> bool:
         """The phrase is in the text at least twice (a side name: "Surface"
