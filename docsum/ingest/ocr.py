@@ -44,6 +44,9 @@ RENDER_DPI = 200
 # million; anything larger is scaled down to this first (memory stays near
 # 100 MB a page, whatever the file claims its page size is).
 MAX_PAGE_PIXELS = 12_000_000
+# Longest side RapidOCR keeps before it scales a picture down (its default is
+# 2000): a Legal page (14 inches) at RENDER_DPI. See _engine.
+MAX_SIDE_PIXELS = 2800
 # Pages of one file OCR reads; at 2-10 s a page more would take hours, and
 # a file claiming thousands of blank scanned pages is the classic page bomb.
 OCR_MAX_PAGES = 1000
@@ -160,14 +163,38 @@ def _engine(threads: int) -> Any:
     import rapidocr
 
     models = Path(rapidocr.__file__).parent / "models"
+    # Measured by bench/ocr.py (bench/RESULTS.md section 14) on four dense
+    # 10-Q pages and two pages of 11-point prose, rendered at 200 dpi, one
+    # onnxruntime thread: recognition is about 85 % of the time, detection
+    # most of the rest. RapidOCR's defaults here took 10.4 CPU s a dense page
+    # with 5.4 % word errors on the prose; these take 6.2 CPU s and 0.1 %,
+    # with the same recall on the 10-Q pages.
     params: dict[str, Any] = {
         "Global.log_level": "error",
         # Upright print: the 180-degree line classifier only costs time.
         "Global.use_cls": False,
+        # RapidOCR scales any picture whose longer side passes 2000 px down
+        # first, and crops the lines for recognition from that copy: a Letter
+        # page at 200 dpi (2200 px) lost a tenth of its resolution. Up to a
+        # Legal page at RENDER_DPI (14 in, 2800 px) is now read as rendered;
+        # small print (the 10-Q's footnotes) reads better for it.
+        "Global.max_side_len": MAX_SIDE_PIXELS,
         # Det: the longer side at most 1280 px (measured: as accurate on a
         # 200-dpi page as the full size, and half the detection time).
         "Det.limit_type": "max",
         "Det.limit_side_len": 1280,
+        # Each line's box grown by 2.0 (RapidOCR: 1.6) before it is cropped.
+        # The recognizer scales every crop to 48 px high; a taller crop puts
+        # more margin around the letters, which made it keep the spaces it
+        # dropped at 1.6 ("theSoftware": WER 4.2 % on the prose, 0.1 % now)
+        # and makes each crop narrower after scaling, so recognition costs
+        # about a tenth less. (2.4 was faster still but misread 8-point print.)
+        "Det.unclip_ratio": 2.0,
+        # One line per recognizer run (RapidOCR: 6). A batch is padded to its
+        # widest line and its output is lines x steps x 18,710 characters of
+        # scores: 6 lines took 9.5 CPU s a dense page, 1 line 6.0, 12 lines 13.6.
+        # Batching also changed the words read (padding is seen by the model).
+        "Rec.rec_batch_num": 1,
         "EngineConfig.onnxruntime.intra_op_num_threads": max(1, threads),
         "EngineConfig.onnxruntime.inter_op_num_threads": 1,
     }
