@@ -37,8 +37,10 @@ PAGED_KINDS = frozenset({"pdf", "image"})
 ORIGIN_TEXT, ORIGIN_OCR, ORIGIN_NONE = "t", "o", "-"
 
 # Resolution a PDF page is rendered at for OCR. 200 dpi puts 10-point print
-# at about 28 pixels a line, where the recognizer is accurate (bench/ocr.py
-# measures word error and speed against 150 and 300).
+# at about 28 pixels a line, where the recognizer is accurate. 150 dpi saves
+# little: the recognizer scales every line to 48 pixels high whatever the
+# page's resolution, so only detection gets cheaper (measured: 5.9 instead of
+# 6.0 CPU s a dense page, and 3 word errors instead of 1 on the prose).
 RENDER_DPI = 200
 # Pixels of one page image given to OCR: a Letter page at 200 dpi is 3.7
 # million; anything larger is scaled down to this first (memory stays near
@@ -163,12 +165,13 @@ def _engine(threads: int) -> Any:
     import rapidocr
 
     models = Path(rapidocr.__file__).parent / "models"
-    # Measured by bench/ocr.py (bench/RESULTS.md section 14) on four dense
-    # 10-Q pages and two pages of 11-point prose, rendered at 200 dpi, one
-    # onnxruntime thread: recognition is about 85 % of the time, detection
-    # most of the rest. RapidOCR's defaults here took 10.4 CPU s a dense page
-    # with 5.4 % word errors on the prose; these take 6.2 CPU s and 0.1 %,
-    # with the same recall on the 10-Q pages.
+    # Measured by bench/ocr.py's engines step (bench/RESULTS.md section 14)
+    # on four dense 10-Q pages and two pages of 11-point prose rendered at
+    # 200 dpi, one onnxruntime thread: recognition is about 85 % of the time,
+    # detection the rest, docsum's layout under 0.01 s. RapidOCR's defaults
+    # took 13.9 CPU s a dense page (12 % word errors on the prose), docsum's
+    # settings before these 9.5 CPU s (5.4 %), these 6.0 CPU s (0.1 %), with
+    # the same word recall on the 10-Q pages (0.9996).
     params: dict[str, Any] = {
         "Global.log_level": "error",
         # Upright print: the 180-degree line classifier only costs time.
@@ -177,7 +180,8 @@ def _engine(threads: int) -> Any:
         # first, and crops the lines for recognition from that copy: a Letter
         # page at 200 dpi (2200 px) lost a tenth of its resolution. Up to a
         # Legal page at RENDER_DPI (14 in, 2800 px) is now read as rendered;
-        # small print (the 10-Q's footnotes) reads better for it.
+        # small print reads better for it (10-Q recall with the two settings
+        # below: 0.9988 scaled to 2000 px, 0.9996 as rendered).
         "Global.max_side_len": MAX_SIDE_PIXELS,
         # Det: the longer side at most 1280 px (measured: as accurate on a
         # 200-dpi page as the full size, and half the detection time).
@@ -186,15 +190,19 @@ def _engine(threads: int) -> Any:
         # Each line's box grown by 2.0 (RapidOCR: 1.6) before it is cropped.
         # The recognizer scales every crop to 48 px high; a taller crop puts
         # more margin around the letters, which made it keep the spaces it
-        # dropped at 1.6 ("theSoftware": WER 4.2 % on the prose, 0.1 % now)
-        # and makes each crop narrower after scaling, so recognition costs
-        # about a tenth less. (2.4 was faster still but misread 8-point print.)
+        # dropped at 1.6 ("theSoftware": 4.2 % word errors on the prose, 0.3 %
+        # at 2.0) and makes each crop narrower after scaling (6.6 -> 6.2 CPU s
+        # a dense page). 2.4 was faster still (5.5) but misread the 10-Q's
+        # small print ("wil", "lkely": recall 0.9971).
         "Det.unclip_ratio": 2.0,
         # One line per recognizer run (RapidOCR: 6). A batch is padded to its
         # widest line and its output is lines x steps x 18,710 characters of
-        # scores: 6 lines took 9.5 CPU s a dense page, 1 line 6.0, 12 lines 13.6.
-        # Batching also changed the words read (padding is seen by the model).
+        # scores: 6 lines took 9.5 CPU s a dense page, 12 lines 12.1, 1 line
+        # 6.6. Batching also changed the words read (the model sees the padding).
         "Rec.rec_batch_num": 1,
+        # The worker's share of the cores (set_threads). Two threads on one
+        # page cost 9.5 CPU s a dense page instead of 6.0 (load 3 on 2 cores:
+        # waiting threads spin), so a core of its own per worker is cheapest.
         "EngineConfig.onnxruntime.intra_op_num_threads": max(1, threads),
         "EngineConfig.onnxruntime.inter_op_num_threads": 1,
     }
