@@ -308,3 +308,29 @@ def test_a_scanned_page_of_serif_print_keeps_its_word_spaces(tmp_path: Path) -> 
     expected, found = " ".join(lines).split(), doc.text.split()
     errors = word_errors(expected, found)
     assert errors <= 0.03 * len(expected), (errors, len(expected), doc.text)
+
+
+@needs_ocr
+def test_an_empty_page_is_not_given_to_the_ocr_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PDF ending on an empty page (two of the SEC 10-Qs do) is read without
+    loading the engine: the page stays an empty slot, as when OCR finds nothing."""
+    import pypdf
+    from test_load import make_pdf
+
+    import docsum.ingest.ocr as ocr
+
+    def no_engine(threads: int) -> Any:
+        raise AssertionError("the OCR engine was loaded for an empty page")
+
+    monkeypatch.setattr(ocr, "_engine", no_engine)
+    writer = pypdf.PdfWriter()
+    for page in pypdf.PdfReader(io.BytesIO(make_pdf([TEXT_PAGE]))).pages:
+        writer.add_page(page)
+    writer.add_blank_page(612, 792)
+    out = io.BytesIO()
+    writer.write(out)
+    path = tmp_path / "ends-blank.pdf"
+    path.write_bytes(out.getvalue())
+    doc = load_file(path)
+    assert doc.page_origins == "t-"
+    assert "harbour master" in doc.text

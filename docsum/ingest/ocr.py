@@ -52,6 +52,10 @@ MAX_SIDE_PIXELS = 2800
 # Pages of one file OCR reads; at 2-10 s a page more would take hours, and
 # a file claiming thousands of blank scanned pages is the classic page bomb.
 OCR_MAX_PAGES = 1000
+# A page image whose pixels all lie within this many grey levels of each
+# other holds no print (an empty PDF page renders as 255 everywhere); a scan
+# of an empty sheet, with its specks, still goes to OCR.
+BLANK_RANGE = 16
 # Recognized text below this confidence is dropped (RapidOCR's own default).
 _MIN_SCORE = 0.5
 
@@ -217,8 +221,19 @@ def _engine(threads: int) -> Any:
     return RapidOCR(params=params)
 
 
+def blank(pixels: np.ndarray) -> bool:
+    """No mark anywhere on the picture: its darkest and lightest pixels differ
+    by less than BLANK_RANGE (an empty page, in any background colour)."""
+    return pixels.size == 0 or int(pixels.max()) - int(pixels.min()) < BLANK_RANGE
+
+
 def recognize(page: PageImage) -> str:
     """The text on ``page``, line by line in reading order ('' if none)."""
+    if blank(page.pixels):
+        # Nothing to read, and the engine not loaded for it: two of the 20 SEC
+        # 10-Q PDFs end on an empty page (no text layer), and loading RapidOCR
+        # for it made their build with the extra a third slower (bench/ocr.py sec).
+        return ""
     result = _engine(_threads())(page.pixels)
     boxes = getattr(result, "boxes", None)
     texts = getattr(result, "txts", None)
