@@ -445,7 +445,9 @@ def main() -> None:
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     steps = [
         ("wer", args.skip_wer, lambda tmp: bench_wer(tmp, args.wer_pages)),
-        ("throughput", args.skip_throughput, lambda tmp: bench_throughput(tmp, args.corpus, args.pages)),
+        # Keyed by page count: a run over more pages spreads the build's fixed
+        # cost (start-up, two model loads) thinner, and both are worth keeping.
+        (f"throughput_{args.pages}p", args.skip_throughput, lambda tmp: bench_throughput(tmp, args.corpus, args.pages)),
         ("engines", args.skip_engines, lambda tmp: bench_engines(tmp, args.corpus, args.engine_pages, args.wer_pages)),
         ("sec", args.skip_sec, lambda tmp: bench_sec(tmp, args.corpus)),
     ]
