@@ -171,7 +171,7 @@ def _engine(threads: int) -> Any:
     models = Path(rapidocr.__file__).parent / "models"
     # Measured by bench/ocr.py's engines step (bench/RESULTS.md section 14)
     # on four dense 10-Q pages and two pages of 11-point prose rendered at
-    # 200 dpi, one onnxruntime thread: recognition is about 85 % of the time,
+    # 200 dpi, one onnxruntime thread: recognition took 83-93 % of the time,
     # detection the rest, docsum's layout under 0.01 s. RapidOCR's defaults
     # took 13.9 CPU s a dense page (12 % word errors on the prose), docsum's
     # settings before these 9.5 CPU s (5.4 %), these 6.0 CPU s (0.1 %), with
@@ -196,8 +196,8 @@ def _engine(threads: int) -> Any:
         # more margin around the letters, which made it keep the spaces it
         # dropped at 1.6 ("theSoftware": 4.2 % word errors on the prose, 0.3 %
         # at 2.0) and makes each crop narrower after scaling (6.6 -> 6.2 CPU s
-        # a dense page). 2.4 was faster still (5.5) but misread the 10-Q's
-        # small print ("wil", "lkely": recall 0.9971).
+        # a dense page). 2.4 was faster still (5.5) but misread more of the
+        # 10-Q's small print (recall 0.9971 against 0.9996).
         "Det.unclip_ratio": 2.0,
         # One line per recognizer run (RapidOCR: 6). A batch is padded to its
         # widest line and its output is lines x steps x 18,710 characters of
