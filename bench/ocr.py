@@ -12,7 +12,8 @@
               offline from a fresh DOCSUM_HOME; pages/s and word recall against
               the page's own text layer; then the unchanged rebuild (cached)
   sec         the 20 SEC 10-Q PDFs (no scanned page) built offline with
-              --ocr off and --ocr auto, fresh DOCSUM_HOME each, best of 2
+              --ocr off and --ocr auto, alternating, fresh DOCSUM_HOME each, best of
+              --sec-rounds (3)
   engines     each RapidOCR setting compared (its defaults, docsum's before and
               now, batch size, line-box margin, detection size, 150 dpi, 1 or 2
               threads) and Tesseract (if the `tesseract` command is installed),
@@ -270,9 +271,9 @@ def bench_throughput(tmp: Path, corpus: Path, pages: int) -> dict[str, Any]:
     }
 
 
-def bench_sec(tmp: Path, corpus: Path) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for mode in ("off", "auto", "off", "auto"):
+def bench_sec(tmp: Path, corpus: Path, rounds: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"rounds": rounds}
+    for mode in ("off", "auto") * rounds:  # alternating, so a change in load hits both
         home = Path(tempfile.mkdtemp(dir=tmp))
         seconds, data = build(corpus, home, "--ocr", mode)
         out.setdefault(mode, []).append(round(seconds, 2))
@@ -432,6 +433,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=4, help="dense pages for the throughput run")
     parser.add_argument("--wer-pages", type=int, default=2)
     parser.add_argument("--engine-pages", type=int, default=4, help="dense pages for the engines step")
+    parser.add_argument("--sec-rounds", type=int, default=3, help="builds of each mode in the sec step (best kept)")
     parser.add_argument("--skip-sec", action="store_true")
     parser.add_argument("--skip-engines", action="store_true")
     parser.add_argument("--skip-wer", action="store_true")
@@ -449,7 +451,7 @@ def main() -> None:
         # cost (start-up, two model loads) thinner, and both are worth keeping.
         (f"throughput_{args.pages}p", args.skip_throughput, lambda tmp: bench_throughput(tmp, args.corpus, args.pages)),
         ("engines", args.skip_engines, lambda tmp: bench_engines(tmp, args.corpus, args.engine_pages, args.wer_pages)),
-        ("sec", args.skip_sec, lambda tmp: bench_sec(tmp, args.corpus)),
+        ("sec", args.skip_sec, lambda tmp: bench_sec(tmp, args.corpus, args.sec_rounds)),
     ]
     for step, skip, run in steps:
         if skip:
