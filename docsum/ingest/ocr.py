@@ -205,7 +205,7 @@ def _engine(threads: int) -> Any:
         # 6.6. Batching also changed the words read (the model sees the padding).
         "Rec.rec_batch_num": 1,
         # The worker's share of the cores (set_threads). Two threads on one
-        # page cost 9.5 CPU s a dense page instead of 6.0 (load 3 on 2 cores:
+        # page cost 9.4 CPU s a dense page instead of 6.0 (load 3 on 2 cores:
         # waiting threads spin), so a core of its own per worker is cheapest.
         "EngineConfig.onnxruntime.intra_op_num_threads": max(1, threads),
         "EngineConfig.onnxruntime.inter_op_num_threads": 1,
@@ -231,8 +231,9 @@ def recognize(page: PageImage) -> str:
     """The text on ``page``, line by line in reading order ('' if none)."""
     if blank(page.pixels):
         # Nothing to read, and the engine not loaded for it: two of the 20 SEC
-        # 10-Q PDFs end on an empty page (no text layer), and loading RapidOCR
-        # for it made their build with the extra a third slower (bench/ocr.py sec).
+        # 10-Q PDFs end on an empty page (no text layer); loading RapidOCR for
+        # it made the 20 files' build cost 38 % more CPU with the extra than
+        # with --ocr off, 0-7 % once skipped (bench/ocr.py sec, within noise).
         return ""
     result = _engine(_threads())(page.pixels)
     boxes = getattr(result, "boxes", None)
