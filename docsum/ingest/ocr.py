@@ -37,16 +37,25 @@ PAGED_KINDS = frozenset({"pdf", "image"})
 ORIGIN_TEXT, ORIGIN_OCR, ORIGIN_NONE = "t", "o", "-"
 
 # Resolution a PDF page is rendered at for OCR. 200 dpi puts 10-point print
-# at about 28 pixels a line, where the recognizer is accurate (bench/ocr.py
-# measures word error and speed against 150 and 300).
+# at about 28 pixels a line, where the recognizer is accurate. 150 dpi saves
+# little: the recognizer scales every line to 48 pixels high whatever the
+# page's resolution, so only detection gets cheaper (measured: 5.9 instead of
+# 6.0 CPU s a dense page, and 3 word errors instead of 1 on the prose).
 RENDER_DPI = 200
 # Pixels of one page image given to OCR: a Letter page at 200 dpi is 3.7
 # million; anything larger is scaled down to this first (memory stays near
 # 100 MB a page, whatever the file claims its page size is).
 MAX_PAGE_PIXELS = 12_000_000
+# Longest side RapidOCR keeps before it scales a picture down (its default is
+# 2000): a Legal page (14 inches) at RENDER_DPI. See _engine.
+MAX_SIDE_PIXELS = 2800
 # Pages of one file OCR reads; at 2-10 s a page more would take hours, and
 # a file claiming thousands of blank scanned pages is the classic page bomb.
 OCR_MAX_PAGES = 1000
+# A page image whose pixels all lie within this many grey levels of each
+# other holds no print (an empty PDF page renders as 255 everywhere); a scan
+# of an empty sheet, with its specks, still goes to OCR.
+BLANK_RANGE = 16
 # Recognized text below this confidence is dropped (RapidOCR's own default).
 _MIN_SCORE = 0.5
 
@@ -160,14 +169,44 @@ def _engine(threads: int) -> Any:
     import rapidocr
 
     models = Path(rapidocr.__file__).parent / "models"
+    # Measured by bench/ocr.py's engines step (bench/RESULTS.md section 14)
+    # on four dense 10-Q pages and two pages of 11-point prose rendered at
+    # 200 dpi, one onnxruntime thread: recognition took 83-93 % of the time,
+    # detection the rest, docsum's layout under 0.01 s. RapidOCR's defaults
+    # took 13.9 CPU s a dense page (12 % word errors on the prose), docsum's
+    # settings before these 9.5 CPU s (5.4 %), these 6.0 CPU s (0.1 %), with
+    # the same word recall on the 10-Q pages (0.9996).
     params: dict[str, Any] = {
         "Global.log_level": "error",
         # Upright print: the 180-degree line classifier only costs time.
         "Global.use_cls": False,
+        # RapidOCR scales any picture whose longer side passes 2000 px down
+        # first, and crops the lines for recognition from that copy: a Letter
+        # page at 200 dpi (2200 px) lost a tenth of its resolution. Up to a
+        # Legal page at RENDER_DPI (14 in, 2800 px) is now read as rendered;
+        # small print reads better for it (10-Q recall with the two settings
+        # below: 0.9988 scaled to 2000 px, 0.9996 as rendered).
+        "Global.max_side_len": MAX_SIDE_PIXELS,
         # Det: the longer side at most 1280 px (measured: as accurate on a
         # 200-dpi page as the full size, and half the detection time).
         "Det.limit_type": "max",
         "Det.limit_side_len": 1280,
+        # Each line's box grown by 2.0 (RapidOCR: 1.6) before it is cropped.
+        # The recognizer scales every crop to 48 px high; a taller crop puts
+        # more margin around the letters, which made it keep the spaces it
+        # dropped at 1.6 ("theSoftware": 4.2 % word errors on the prose, 0.3 %
+        # at 2.0) and makes each crop narrower after scaling (6.6 -> 6.2 CPU s
+        # a dense page). 2.4 was faster still (5.5) but misread more of the
+        # 10-Q's small print (recall 0.9971 against 0.9996).
+        "Det.unclip_ratio": 2.0,
+        # One line per recognizer run (RapidOCR: 6). A batch is padded to its
+        # widest line and its output is lines x steps x 18,710 characters of
+        # scores: 6 lines took 9.5 CPU s a dense page, 12 lines 12.1, 1 line
+        # 6.6. Batching also changed the words read (the model sees the padding).
+        "Rec.rec_batch_num": 1,
+        # The worker's share of the cores (set_threads). Two threads on one
+        # page cost 9.4 CPU s a dense page instead of 6.0 (load 3 on 2 cores:
+        # waiting threads spin), so a core of its own per worker is cheapest.
         "EngineConfig.onnxruntime.intra_op_num_threads": max(1, threads),
         "EngineConfig.onnxruntime.inter_op_num_threads": 1,
     }
@@ -182,8 +221,20 @@ def _engine(threads: int) -> Any:
     return RapidOCR(params=params)
 
 
+def blank(pixels: np.ndarray) -> bool:
+    """No mark anywhere on the picture: its darkest and lightest pixels differ
+    by less than BLANK_RANGE (an empty page, in any background colour)."""
+    return pixels.size == 0 or int(pixels.max()) - int(pixels.min()) < BLANK_RANGE
+
+
 def recognize(page: PageImage) -> str:
     """The text on ``page``, line by line in reading order ('' if none)."""
+    if blank(page.pixels):
+        # Nothing to read, and the engine not loaded for it: two of the 20 SEC
+        # 10-Q PDFs end on an empty page (no text layer); loading RapidOCR for
+        # it made the 20 files' build cost 38 % more CPU with the extra than
+        # with --ocr off, 0-7 % once skipped (bench/ocr.py sec, within noise).
+        return ""
     result = _engine(_threads())(page.pixels)
     boxes = getattr(result, "boxes", None)
     texts = getattr(result, "txts", None)
