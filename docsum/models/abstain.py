@@ -253,6 +253,13 @@ def name_terms(question: str) -> set[str]:
     }
 
 
+def phrase_key(phrase: str) -> str:
+    """A phrase as a name key, its words folded and joined by a space, as
+    `question_names` and `TextKeys.count` read them ("Hank Snow's" is
+    "hank snow")."""
+    return " ".join(_key(re.sub(r"['’]s$", "", m.group(0))) for m in _TOKEN.finditer(phrase))
+
+
 # "the third quarter of 2023" names the period "Q3 2023" does.
 _QUARTER_WORDS = re.compile(r"\b(first|second|third|fourth) (?:fiscal )?quarter(?: of(?: fiscal)?)?\b", re.IGNORECASE)
 _QUARTER_NUMBER = {"first": "Q1", "second": "Q2", "third": "Q3", "fourth": "Q4"}

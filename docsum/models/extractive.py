@@ -22,6 +22,7 @@ from docsum.citations import markers_in, split_numbered, strip_markers, with_mar
 from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import name_terms, says_cannot_answer
+from docsum.models.hops import hop_answer
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import (
@@ -203,13 +204,21 @@ class ExtractiveLLM(LLM):
         """`extract` for a question, or the abstention text when the best the
         context offers covers too little of the question (see
         ANSWER_COVERAGE_FLOOR): quoting the closest sentences of unrelated
-        text is how the offline engine used to answer everything."""
-        text = self.extract(query, context)
+        text is how the offline engine used to answer everything. A question
+        that reaches its answer through something it does not name is
+        answered by a chain of sentences across documents, or declined
+        (docsum.models.hops)."""
         q = set(terms(query))
         if not q:
-            return text
-        best = max((len(q & set(terms(s))) / len(q) for s in _units_of(context)[0]), default=0.0)
-        return text if best >= ANSWER_COVERAGE_FLOOR else ABSTENTION_TEXT
+            return self.extract(query, context)
+        units, marks = _units_of(context)
+        hops = hop_answer(query, units, marks, context)
+        if hops is not None:
+            if not hops:
+                return ABSTENTION_TEXT
+            return _join(with_marker(units[i], marks[i]) for i in hops[: self.answer_sentences])
+        best = max((len(q & set(terms(s))) / len(q) for s in units), default=0.0)
+        return self.extract(query, context) if best >= ANSWER_COVERAGE_FLOOR else ABSTENTION_TEXT
 
     def refine(self, query: str, existing: str, context: str) -> str:
         old, old_marks = _units_of(existing)
