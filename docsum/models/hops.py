@@ -26,11 +26,14 @@ from docsum.models.abstain import TextKeys, is_figure, name_terms, phrase_key, q
 # A capitalised phrase: "American Psychological Association", "Hank Snow",
 # "Madison, Tennessee" gives two.
 PHRASE = re.compile(r"\b[A-Z][\w&’'.-]*[\w](?:\s+(?:(?:of|the|for|and|on|de|&)\s+)*[A-Z][\w&’'.-]*[\w])*")
-# Capitalised only because they open a sentence or a clause.
+# Capitalised only because they open a sentence or a clause, or because they
+# are a month or a day (a date links no two things).
 _OPENERS = frozenset(
     """the a an in on at it its he she his her they their this that these those there
     after before during when while since from for with by as of to and but or also
-    however later today then thus""".split()
+    however later today then thus
+    january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday""".split()
 )
 # A chain is at most this many sentences: the answer's length
 # (--answer-sentences, 3 by default) bounds it anyway.
@@ -38,6 +41,11 @@ MAX_HOPS = 3
 # Chains are grown breadth first from each hop-1 sentence; a context of a few
 # documents gives a few dozen. This bounds a pathological one.
 MAX_CHAINS = 2000
+# Tie-breaker for a hop whose sentence names the bridge itself.
+NAMED_LINK_BONUS = 0.01
+# A name this many documents of the context name is a general one ("United
+# States"), no bridge between two of them.
+GENERAL_DOCUMENTS = 3
 # A chained question whose words before the description (at least this
 # many) all sit in one sentence is answered from it as usual.
 MIN_ASKED_TERMS = 2
@@ -132,16 +140,19 @@ def asked_before(question: str) -> str | None:
     description: what it asks of the described thing ("Who was the first
     president of"). None for any other question."""
     text = _NAME_OF.sub("", question)
-    for pattern in _DESCRIPTIONS:
-        for match in pattern.finditer(text):
-            before = text[: match.start()]
-            if _ASKS_FOR.match(before):
-                continue
-            if not before.strip() and _ASKED_AT_END.search(text):
-                continue
-            if not _entity(match.groupdict().get("head")):
-                continue
-            return before
+    # The first description in the question, whichever pattern finds it.
+    found = sorted(
+        (match.start(), match.groupdict().get("head")) for pattern in _DESCRIPTIONS for match in pattern.finditer(text)
+    )
+    for start, head in found:
+        before = text[:start]
+        if _ASKS_FOR.match(before):
+            continue
+        if not before.strip() and _ASKED_AT_END.search(text):
+            continue
+        if not _entity(head):
+            continue
+        return before
     return None
 
 
@@ -161,9 +172,13 @@ def chain(question: str, units: list[Unit]) -> Chain | None:
     weight = _weights(q, bags)
     keys = [TextKeys(u.text) for u in units]
     titles = _titles(units)
-    first = [i for i, k in enumerate(keys) if any(k.count(n) for n in names)]
-    own = set(names)
+    # Hop 1: a sentence naming one of the question's names, or any sentence
+    # of a document about one ("She married Louis Armstrong" in
+    # Lil_Hardin_Armstrong.txt).
+    first = [i for i, k in enumerate(keys) if any(k.count(n) or titles[units[i].doc].has_all(n) for n in names)]
+    own = set(names) | _general(units, keys)
     best: Chain | None = None
+    best_rank = 0.0
     frontier: list[tuple[tuple[int, ...], frozenset[str]]] = [((i,), frozenset(q & bags[i])) for i in first]
     grown = 0
     for _ in range(MAX_HOPS - 1):
@@ -180,18 +195,33 @@ def chain(question: str, units: list[Unit]) -> Chain | None:
                 new = (q & bags[j]) - covered
                 if not new:
                     continue
-                if not any(keys[j].count(b) or titles[unit.doc].has_all(b) for b in bridges):
+                named = any(keys[j].count(b) for b in bridges)
+                if not named and not any(titles[unit.doc].has_all(b) for b in bridges):
                     continue
                 grown += 1
                 path, held = (*hops, j), covered | new
+                # A sentence that names the bridge beats one that only sits
+                # in a document about it, other things equal.
                 cov = sum(weight[t] for t in held)
-                if best is None or cov > best.coverage + 1e-9:
-                    best = Chain(path, cov)
+                rank = cov + (NAMED_LINK_BONUS if named else 0.0)
+                if best is None or rank > best_rank + 1e-9:
+                    best, best_rank = Chain(path, cov), rank
                 nxt.append((path, held))
                 if grown >= MAX_CHAINS:
                     return best
         frontier = nxt
     return best
+
+
+def _general(units: list[Unit], keys: list[TextKeys]) -> set[str]:
+    """Names too general to be a bridge: those GENERAL_DOCUMENTS documents
+    of the context or more name ("United States" in a village's, an
+    airport's and a radio station's)."""
+    named: dict[str, set[str]] = {}
+    for unit in units:
+        for key in bridges_in(unit.text):
+            named.setdefault(key, set()).add(unit.doc)
+    return {key for key, docs in named.items() if len(docs) >= GENERAL_DOCUMENTS}
 
 
 def single_coverage(question: str, units: list[Unit]) -> float:
@@ -254,9 +284,16 @@ def hop_answer(question: str, texts: list[str], marks: list[int | None], context
     names = sources(context)
     units = [Unit(t, m, names.get(m, f"passage {m}") if m is not None else "") for t, m in zip(texts, marks)]
     found = chain(question, units)
-    if found is not None and found.coverage > single_coverage(question, units) + 1e-9:
-        return list(reversed(found.hops))
     asked = set(terms(before))
+    # The chain must say something of what is asked ("first president"),
+    # not only link names: a village, then an airport of the same county.
+    relation = asked - name_terms(question)
+    if (
+        found is not None
+        and found.coverage >= single_coverage(question, units) - 1e-9
+        and (not relation or any(relation & set(terms(units[i].text)) for i in found.hops))
+    ):
+        return list(reversed(found.hops))
     if len(asked) >= MIN_ASKED_TERMS and any(asked <= set(terms(u.text)) for u in units):
         return None
     return []
