@@ -22,7 +22,7 @@ from docsum.citations import markers_in, split_numbered, strip_markers, with_mar
 from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import name_terms, says_cannot_answer
-from docsum.models.hops import hop_answer
+from docsum.models.hops import SeenPassages, hop_answer, is_chained
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import (
@@ -211,6 +211,10 @@ class ExtractiveLLM(LLM):
         q = set(terms(query))
         if not q:
             return self.extract(query, context)
+        if is_chained(query):
+            # Refine's steps show one passage each: the hops meet only in
+            # the passages seen so far.
+            context = vars(self).setdefault("_seen_passages", SeenPassages()).context(query, context)
         units, marks = _units_of(context)
         hops = hop_answer(query, units, marks, context)
         if hops is not None:
@@ -221,6 +225,15 @@ class ExtractiveLLM(LLM):
         return self.extract(query, context) if best >= ANSWER_COVERAGE_FLOOR else ABSTENTION_TEXT
 
     def refine(self, query: str, existing: str, context: str) -> str:
+        if is_chained(query):
+            # A chained question's answer is a chain (see `answer`): the
+            # new passage may complete a better one with those seen before.
+            seen = vars(self).setdefault("_seen_passages", SeenPassages()).context(query, context)
+            seen_units, seen_marks = _units_of(seen)
+            hops = hop_answer(query, seen_units, seen_marks, seen)
+            if hops:  # the best chain of every passage seen so far
+                return _join(with_marker(seen_units[i], seen_marks[i]) for i in hops[: self.answer_sentences])
+            return existing
         old, old_marks = _units_of(existing)
         fresh, fresh_marks = _units_of(context)
         marks = dict(zip(fresh, fresh_marks))

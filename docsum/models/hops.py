@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
 from docsum.lexical import STOPWORDS, terms
@@ -139,6 +139,8 @@ def asked_before(question: str) -> str | None:
     """For a chained question (`is_chained`), its words before the first
     description: what it asks of the described thing ("Who was the first
     president of"). None for any other question."""
+    if not any(not is_figure(n) for n in question_names(question)):
+        return None  # a chain starts at something the question names
     text = _NAME_OF.sub("", question)
     # The first description in the question, whichever pattern finds it.
     found = sorted(
@@ -297,3 +299,32 @@ def hop_answer(question: str, texts: list[str], marks: list[int | None], context
     if len(asked) >= MIN_ASKED_TERMS and any(asked <= set(terms(u.text)) for u in units):
         return None
     return []
+
+
+# Questions whose passages are remembered at once: more than the questions
+# an evaluation runs side by side.
+MAX_REMEMBERED = 64
+
+
+class SeenPassages:
+    """The passages the steps of one question's answer have been shown so
+    far. Refine shows them one prompt at a time ("[1]", then "[2]", …), so
+    hop 1's document and hop 2's never meet in one context; a step whose
+    first passage continues the numbering of the last step for the same
+    question sees the earlier passages too. A context numbered from 1 starts
+    afresh (compact, or the same question asked again)."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[str, tuple[int, str]] = OrderedDict()
+
+    def context(self, question: str, context: str) -> str:
+        numbers = sorted(sources(context))
+        if not numbers:
+            return context
+        last, earlier = self._seen.pop(question, (0, ""))
+        if earlier and numbers[0] == last + 1:
+            context = f"{earlier}\n\n{context}"
+        self._seen[question] = (numbers[-1], context)
+        if len(self._seen) > MAX_REMEMBERED:
+            self._seen.popitem(last=False)
+        return context
