@@ -120,6 +120,10 @@ def _entity(head: str | None) -> bool:
 _ASKS_FOR = re.compile(r"^\W*(?:what|which|who|whom)(?: (?:is|was|are|were))?\W*$", re.IGNORECASE)
 # "The main director of Big Eyes was who?": the description is asked for.
 _ASKED_AT_END = re.compile(r"\b(?:is|was|are|were) (?:who|whom|what)\W*$", re.IGNORECASE)
+_INSTRUCTION = re.compile(
+    r"^\W*(?:describe|summari[sz]e|list|explain|outline|compare|analy[sz]e|examine|give|tell|identify|discuss)\b",
+    re.IGNORECASE,
+)
 _NAME_OF = re.compile(r"\b(?:the )?(?:name|term) (?:of|for) (?=the\b)", re.IGNORECASE)
 
 
@@ -139,8 +143,8 @@ def asked_before(question: str) -> str | None:
     """For a chained question (`is_chained`), its words before the first
     description: what it asks of the described thing ("Who was the first
     president of"). None for any other question."""
-    if not any(not is_figure(n) for n in question_names(question)):
-        return None  # a chain starts at something the question names
+    if _INSTRUCTION.match(question):
+        return None  # "Describe what the text is about …": asks for no one fact
     text = _NAME_OF.sub("", question)
     # The first description in the question, whichever pattern finds it.
     found = sorted(
