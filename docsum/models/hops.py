@@ -120,8 +120,20 @@ def _entity(head: str | None) -> bool:
 _ASKS_FOR = re.compile(r"^\W*(?:what|which|who|whom)(?: (?:is|was|are|were))?\W*$", re.IGNORECASE)
 # "The main director of Big Eyes was who?": the description is asked for.
 _ASKED_AT_END = re.compile(r"\b(?:is|was|are|were) (?:who|whom|what)\W*$", re.IGNORECASE)
+# An instruction, or a question of manner ("How does WINEP bundle the
+# countries of Northwest Africa?"), asks for no one thing reached through
+# another.
 _INSTRUCTION = re.compile(
-    r"^\W*(?:describe|summari[sz]e|list|explain|outline|compare|analy[sz]e|examine|give|tell|identify|discuss)\b",
+    r"^\W*(?:describe|summari[sz]e|list|explain|outline|compare|analy[sz]e|examine|give|tell|identify|discuss"
+    r"|how (?:does|do|did|is|are|was|were|has|have|can|could|would|should|might|will)\b)",
+    re.IGNORECASE,
+)
+# "Which country is considered one of the creators of NATO?": the question
+# equates its answer with the description, which runs to its end (no word
+# in lower case after the name): it asks for the described thing.
+_EQUATES = re.compile(
+    r"^\W*(?:what|which|who)(?: [a-z]+){0,2} (?:is|was|are|were)"
+    r"(?: (?:considered|known as|regarded as|called|thought to be))?(?: one of)?\W*$",
     re.IGNORECASE,
 )
 _NAME_OF = re.compile(r"\b(?:the )?(?:name|term) (?:of|for) (?=the\b)", re.IGNORECASE)
@@ -148,11 +160,15 @@ def asked_before(question: str) -> str | None:
     text = _NAME_OF.sub("", question)
     # The first description in the question, whichever pattern finds it.
     found = sorted(
-        (match.start(), match.groupdict().get("head")) for pattern in _DESCRIPTIONS for match in pattern.finditer(text)
+        (match.start(), match.end(), match.groupdict().get("head"))
+        for pattern in _DESCRIPTIONS
+        for match in pattern.finditer(text)
     )
-    for start, head in found:
+    for start, end, head in found:
         before = text[:start]
         if _ASKS_FOR.match(before):
+            continue
+        if _EQUATES.match(before) and not re.search(r"\b[a-z]+\b", text[end:]):
             continue
         if not before.strip() and _ASKED_AT_END.search(text):
             continue
@@ -287,8 +303,8 @@ def hop_answer(question: str, texts: list[str], marks: list[int | None], context
     before = asked_before(question)
     if before is None:
         return None
-    names = sources(context)
-    units = [Unit(t, m, names.get(m, f"passage {m}") if m is not None else "") for t, m in zip(texts, marks)]
+    labels = sources(context)
+    units = [Unit(t, m, labels.get(m, f"passage {m}") if m is not None else "") for t, m in zip(texts, marks)]
     found = chain(question, units)
     asked = set(terms(before))
     # The chain must say something of what is asked ("first president"),
@@ -300,7 +316,14 @@ def hop_answer(question: str, texts: list[str], marks: list[int | None], context
         and (not relation or any(relation & set(terms(units[i].text)) for i in found.hops))
     ):
         return list(reversed(found.hops))
-    if len(asked) >= MIN_ASKED_TERMS and any(asked <= set(terms(u.text)) for u in units):
+    # No chain: answered as usual only when the words before the description
+    # sit in one sentence that names one of the question's names ("The first
+    # president of the Society of Quiet Machines Studies was Per Lind" holds
+    # "first president" but is about another society).
+    names = [n for n in question_names(question) if not is_figure(n)]
+    if len(asked) >= MIN_ASKED_TERMS and any(
+        asked <= set(terms(u.text)) and any(TextKeys(u.text).count(n) for n in names) for u in units
+    ):
         return None
     return []
 

@@ -210,7 +210,12 @@ def _linked(
     def text_of(cand: Candidate) -> str:
         return "\n".join(r.text for r in by_doc.get(cand.doc_id, []))
 
-    anchors = [c for c in kept if any(TextKeys(text_of(c)).count(n) for n in wanted)]
+    # Anchors: the kept documents naming the most of the question's names
+    # (one naming only "Journal" beside one naming "Journal" and "Quiet
+    # Studies" is another journal's).
+    named = {c.doc_id: sum(1 for n in wanted if TextKeys(text_of(c)).count(n)) for c in kept}
+    most = max(named.values(), default=0)
+    anchors = [c for c in kept if most and named[c.doc_id] == most]
     bridges = _bridge_keys(wanted, [text_of(c) for c in anchors])
 
     def about(c: Candidate, keys: list[str]) -> bool:
