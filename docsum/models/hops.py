@@ -315,7 +315,9 @@ def hop_answer(question: str, texts: list[str], marks: list[int | None], context
         and found.coverage >= single_coverage(question, units) - 1e-9
         and (not relation or any(relation & set(terms(units[i].text)) for i in found.hops))
     ):
-        return list(reversed(found.hops))
+        # The hop saying most of what is asked leads (a third hop that only
+        # adds "country" is support); otherwise the last hop first.
+        return sorted(reversed(found.hops), key=lambda i: -len(relation & set(terms(units[i].text))))
     # No chain: answered as usual only when the words before the description
     # sit in one sentence that names one of the question's names ("The first
     # president of the Society of Quiet Machines Studies was Per Lind" holds
