@@ -253,6 +253,13 @@ def name_terms(question: str) -> set[str]:
     }
 
 
+def phrase_key(phrase: str) -> str:
+    """A phrase as a name key, its words folded and joined by a space, as
+    `question_names` and `TextKeys.count` read them ("Hank Snow's" is
+    "hank snow")."""
+    return " ".join(_key(re.sub(r"['’]s$", "", m.group(0))) for m in _TOKEN.finditer(phrase))
+
+
 # "the third quarter of 2023" names the period "Q3 2023" does, and so does
 # "the third quarter of fiscal year 2023" (NVIDIA's filings write it so).
 _QUARTER_WORDS = re.compile(

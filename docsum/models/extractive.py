@@ -31,6 +31,7 @@ from docsum.models.answerrank import (
     row_label_bonus,
     spelled_out,
 )
+from docsum.models.hops import SeenPassages, hop_answer, is_chained
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import (
@@ -212,15 +213,36 @@ class ExtractiveLLM(LLM):
         """`extract` for a question, or the abstention text when the best the
         context offers covers too little of the question (see
         ANSWER_COVERAGE_FLOOR): quoting the closest sentences of unrelated
-        text is how the offline engine used to answer everything."""
-        text = self.extract(query, context)
+        text is how the offline engine used to answer everything. A question
+        that reaches its answer through something it does not name is
+        answered by a chain of sentences across documents, or declined
+        (docsum.models.hops)."""
         q = set(terms(query))
         if not q:
-            return text
-        best = max((len(q & set(terms(s))) / len(q) for s in _units_of(context)[0]), default=0.0)
-        return text if best >= ANSWER_COVERAGE_FLOOR else ABSTENTION_TEXT
+            return self.extract(query, context)
+        if is_chained(query):
+            # Refine's steps show one passage each: the hops meet only in
+            # the passages seen so far.
+            context = vars(self).setdefault("_seen_passages", SeenPassages()).context(query, context)
+        units, marks = _units_of(context)
+        hops = hop_answer(query, units, marks, context)
+        if hops is not None:
+            if not hops:
+                return ABSTENTION_TEXT
+            return _join(with_marker(units[i], marks[i]) for i in hops[: self.answer_sentences])
+        best = max((len(q & set(terms(s))) / len(q) for s in units), default=0.0)
+        return self.extract(query, context) if best >= ANSWER_COVERAGE_FLOOR else ABSTENTION_TEXT
 
     def refine(self, query: str, existing: str, context: str) -> str:
+        if is_chained(query):
+            # A chained question's answer is a chain (see `answer`): the
+            # new passage may complete a better one with those seen before.
+            seen = vars(self).setdefault("_seen_passages", SeenPassages()).context(query, context)
+            seen_units, seen_marks = _units_of(seen)
+            hops = hop_answer(query, seen_units, seen_marks, seen)
+            if hops:  # the best chain of every passage seen so far
+                return _join(with_marker(seen_units[i], seen_marks[i]) for i in hops[: self.answer_sentences])
+            return existing
         old, old_marks = _units_of(existing)
         fresh, fresh_marks = _units_of(context)
         marks = dict(zip(fresh, fresh_marks))

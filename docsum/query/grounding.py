@@ -19,6 +19,7 @@ from docsum.models.abstain import (
     question_names,
     subject_names,
 )
+from docsum.models.hops import bridges_in, is_chained
 from docsum.models.prose import document_kind
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate, Retrieval, passes_floor
@@ -130,6 +131,10 @@ def grounded(
         ]
         kept = (refills + list(found.chosen))[:top_k]
         note = f"needs {', '.join(names)}; no single document mentions all, together they do"
+    if is_chained(question) and found.retriever in RANKED_RETRIEVERS:
+        kept, linked = _linked(store, names, kept, found, by_doc, floor, top_k)
+        if linked:
+            note += f"; a hop further: {', '.join(c.path for c in linked)}"
     for cand in found.candidates:
         cand.chosen = cand in kept
     dropped = [c for c in found.chosen if c not in kept]
@@ -171,3 +176,99 @@ def _bridges(names: list[str], texts: list[str]) -> set[str]:
 
 def _names_any(phrases: set[str], text: str) -> bool:
     return any(p in text for p in phrases)
+
+
+# Rounds of following bridges: hop 2's document, then hop 3's.
+MAX_LINK_ROUNDS = 2
+
+
+def _linked(
+    store: DocumentStore,
+    names: list[str],
+    kept: list[Candidate],
+    found: Retrieval,
+    by_doc: dict[str, list[Any]],
+    floor: float | None,
+    top_k: int,
+) -> tuple[list[Candidate], list[Candidate]]:
+    """For a question that reaches its answer through something it does not
+    name (docsum.models.hops.is_chained): the documents about the bridges
+    (the names the kept documents' sentences about the question's names say
+    beside them: "American Psychological Association"), taken from the
+    retriever's candidates above the floor in place of kept documents that
+    name none of the question's names and are about no bridge. Retrieval
+    ranks the hop-2 document low, for it shares few of the question's words
+    ("first president"), so without this the engine never sees it and can
+    only decline. Returns the kept documents and those taken in."""
+    wanted = [n for n in names if not is_figure(n)]
+    passing = [c for c in found.candidates if passes_floor(c, floor)]
+    if not wanted or not passing:
+        return kept, []
+    titles = {d.doc_id: TextKeys(f"{d.path} {d.title}") for d in store.get_documents([c.doc_id for c in passing])}
+    kept_ids = {c.doc_id for c in kept}
+
+    def text_of(cand: Candidate) -> str:
+        return "\n".join(r.text for r in by_doc.get(cand.doc_id, []))
+
+    # Anchors: the kept documents naming the most of the question's names
+    # (one naming only "Journal" beside one naming "Journal" and "Quiet
+    # Studies" is another journal's).
+    named = {c.doc_id: sum(1 for n in wanted if TextKeys(text_of(c)).count(n)) for c in kept}
+    most = max(named.values(), default=0)
+    anchors = [c for c in kept if most and named[c.doc_id] == most]
+    bridges = _bridge_keys(wanted, [text_of(c) for c in anchors])
+
+    def about(c: Candidate, keys: list[str]) -> bool:
+        return any(titles.get(c.doc_id, TextKeys(c.path)).count(b) for b in keys)
+
+    # Kept documents that are about a bridge stay, as do the anchors; the
+    # others make room.
+    keep = [c for c in kept if c in anchors or about(c, bridges)]
+    room = top_k - len(keep)
+    # Read for the bridges they mention: the next few candidates (their
+    # text, not only their title: "Adolescence" names the American
+    # Psychological Association's first president).
+    near = [c for c in passing if c.doc_id not in kept_ids][: GROUNDING_LOOKAHEAD * top_k]
+    missing = [c.doc_id for c in near if c.doc_id not in by_doc]
+    if missing:
+        by_doc.update(store.nodes_for(missing))
+    linked: list[Candidate] = []
+    for _ in range(MAX_LINK_ROUNDS):
+        if room <= 0 or not bridges:
+            break
+        fresh = [c for c in passing if c.doc_id not in kept_ids and c not in linked]
+        pick = [c for c in fresh if about(c, bridges)][:1] or [
+            c for c in near if c in fresh and any(TextKeys(text_of(c)).count(b) for b in bridges)
+        ][:1]
+        if not pick:
+            break
+        linked += pick
+        room -= 1
+        if pick[0].doc_id not in by_doc:
+            by_doc.update(store.nodes_for([pick[0].doc_id]))
+        # Hop 3 continues from hop 2's document: what it is about and names.
+        bridges = _bridge_keys([], [text_of(pick[0])], also=bridges)
+    if not linked:
+        return kept, []
+    rest = [c for c in kept if c not in keep]
+    return (keep + linked + rest)[:top_k], linked
+
+
+# Sentences of a hop's document read for its bridges: the head of a long
+# text names what it is about.
+MAX_HOP_SENTENCES = 60
+
+
+def _bridge_keys(wanted: list[str], texts: list[str], also: list[str] | None = None) -> list[str]:
+    """Bridges (name keys) of the sentences of `texts` that name one of
+    `wanted` (every sentence of the head of a text, without `wanted`), none
+    of them one of `wanted`."""
+    out = list(also or [])
+    for text in texts:
+        for sentence in sentences(text)[:MAX_HOP_SENTENCES]:
+            if wanted and not any(TextKeys(sentence).count(n) for n in wanted):
+                continue
+            for key in bridges_in(sentence):
+                if key not in wanted and key not in out and len(key) >= 4:
+                    out.append(key)
+    return out
