@@ -24,7 +24,8 @@ from dataclasses import dataclass
 _CELL_TOKEN = re.compile(r"\$|%|\)%?|\(?-?\$?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[—–]")
 _CELL_SPLIT = re.compile(r"\t|\s{2,}")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
-_UNITS = re.compile(r"\(\s*in (millions|billions|thousands)\b[^)]*\)", re.IGNORECASE)
+_UNITS = re.compile(r"\(\s*(?:dollars |amounts )?in (millions|billions|thousands)\b[^)]*\)", re.IGNORECASE)
+_CHANGE = re.compile(r"^(?:%\s*)?change$", re.IGNORECASE)
 # A heading above a year line: "Three Months Ended", "Six Months Ended
 # December 31,", "December 31,", "June 30," (a date heading).
 _GROUP = re.compile(r"(?:months|weeks|quarter|year)s? ended|^[A-Z][a-z]+ \d{1,2},?$", re.IGNORECASE)
@@ -102,6 +103,9 @@ def _column_headings(lines: list[str], at: int, count: int) -> tuple[list[str], 
         if len(years) >= count and all(_YEAR.match(y) for y in years):
             headings = _with_groups(lines, back, years)
             continue
+        changes = _years_and_changes(lines, back, cells, count)
+        if changes:
+            return changes, unit or _unit_above(lines, back)
         dated = _dated_heading(line, count)
         if dated:
             return dated, unit or _unit_above(lines, back)
@@ -159,6 +163,19 @@ def _unit_above(lines: list[str], at: int) -> str:
         if found:
             return found.group(1).lower().rstrip("s")
     return ""
+
+
+def _years_and_changes(lines: list[str], at: int, cells: list[str], count: int) -> list[str]:
+    """Headings from a line of years with a change column after each group
+    ("2023   2022   Change   2023   2022   Change"): the years with their
+    groups, "" for the change columns (left out of the quote); else []."""
+    if len(cells) != count or not all(_YEAR.match(c) or _CHANGE.match(c) for c in cells):
+        return []
+    years = [c for c in cells if _YEAR.match(c)]
+    if not 2 <= len(years) < count:
+        return []
+    heads = iter(_with_groups(lines, at, years))
+    return [next(heads) if _YEAR.match(c) else "" for c in cells]
 
 
 def _dated_heading(line: str, count: int) -> list[str]:

@@ -244,3 +244,19 @@ def test_a_filing_named_for_one_quarter_is_about_the_fiscal_quarter_its_text_rep
     assert missing_names(["nvidia", "q2 2024"], keys) == []
     # A period it names less often is not what it is about.
     assert missing_names(["nvidia", "q4 2024"], keys) == ["q4 2024"]
+
+
+def test_a_row_under_years_with_change_columns_is_quoted_by_its_period() -> None:
+    # Before: "Total net sales: $81,797, 2023; $82,959, 2022; (1)%, Change; …".
+    from docsum.tablerows import row_quote
+
+    text = (
+        "The following table shows net sales by reportable segment (dollars in millions):\n"
+        "   Three Months Ended   Nine Months Ended\n"
+        "   July 1,   June 25,   July 1,   June 25,\n"
+        "   2023   2022   Change   2023   2022   Change\n"
+        "   Total net sales   $   81,797   $   82,959   (1)% $   293,787   $   304,182   (3)%"
+    )
+    assert row_quote(text.split("\n"), 4) == (
+        "Total net sales: $81,797 million, three months ended July 1, 2023; $82,959 million, June 25, 2022."
+    )
