@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""What a person reads, measured (issue 22): `docsum eval --answers` and
+`--unanswerable` on each corpus, for two revisions side by side.
+
+For each revision (a git revision checked out with `git worktree add`, or the
+working tree for "HEAD") and each corpus (SEC 10-Q text, SEC 10-Q PDF,
+MuSiQue), this script builds a fresh store offline with that revision's code,
+then runs `docsum eval QUESTIONS --answers --unanswerable --json`. It prints
+one row per revision and corpus: figure in the first 50 words, answer words
+(median / p90), wrong-entity answers, single-hop short gold in the first 50
+words, multi-hop answered without the gold, answer and abstention rates, and
+recall@3; and writes everything to bench/results/answers/<label>-<corpus>.json.
+
+    EVAL=../shared/eval/corpora python3 bench/answers.py --old 9b98219 [--skip-old] [--corpus sec-10-q]
+
+The SEC PDF questions are the text set's (gold .txt names resolve by stem).
+A revision's results already on disk are reused unless --force; the machine's
+load (`uptime`) is printed at the start and the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+EVAL = Path(os.environ.get("EVAL", REPO.parent / "shared" / "eval" / "corpora"))
+OUT = HERE / "results" / "answers"
+CORPORA = {"sec-10-q": "sec-10-q", "sec-10-q-pdf": "sec-10-q", "musique": "musique"}  # corpus -> its questions
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """The source of `rev`: the working tree for HEAD, else a detached worktree."""
+    if rev == "HEAD":
+        return REPO
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-f", "--detach", str(into), rev], check=True, capture_output=True)
+    return into
+
+
+def docsum(source: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(source), "DOCSUM_HOME": str(home)}
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("DOCSUM_API_KEY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "docsum_cli.main", *args], env=env, cwd=source, capture_output=True, text=True
+    )
+
+
+def measure(source: Path, corpus: str, work: Path) -> dict[str, Any]:
+    store = work / f"{corpus}.sqlite"
+    built = docsum(source, work / "home", "build", str(EVAL / corpus), "--store", str(store), "-q")
+    if built.returncode not in (0, 3):
+        raise SystemExit(f"build of {corpus} failed: {built.stderr[-500:]}")
+    questions = EVAL / CORPORA[corpus] / "questions.jsonl"
+    ran = docsum(source, work / "home", "eval", str(questions), "--store", str(store), "--answers", "--unanswerable", "--details", "--json")
+    if ran.returncode != 0:
+        raise SystemExit(f"eval of {corpus} failed: {ran.stderr[-500:]}")
+    data: dict[str, Any] = json.loads(ran.stdout)
+    return data
+
+
+def row(label: str, corpus: str, data: dict[str, Any]) -> str:
+    m = data["answers"]["measures"]
+    kinds = m.get("by_kind", {})
+    single = kinds.get("single", {}).get("short_gold_in_first_50_words", {})
+    multi = kinds.get("multi", {}).get("short_answered_without_gold", {})
+    rates = data.get("abstention", {}).get("by_kind", {}).get("all", {})
+
+    def share(s: dict[str, Any]) -> str:
+        return f"{s['rate']:.1%} ({s['hits']}/{s['n']})" if s and s.get("n") else "–"
+
+    words = m["answer_words"]
+    return (
+        f"| {corpus} | {label} | {share(m['figure_in_first_50_words'])} | {words['median']:.0f} / {words['p90']:.0f} "
+        f"| {m['wrong_entity']['hits']} of {m['wrong_entity']['n']} | {share(single)} | {share(multi)} "
+        f"| {rates.get('answer_rate')} / {rates.get('abstention_rate')} | {data['metrics']['fused']['all']['recall']:.3f} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", default="9b98219", help="the revision to compare with (default: main before issue 22's second round)")
+    parser.add_argument("--skip-old", action="store_true")
+    parser.add_argument("--corpus", action="append", choices=sorted(CORPORA))
+    parser.add_argument("--force", action="store_true")
+    args = parser.parse_args()
+    print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(), file=sys.stderr)
+    OUT.mkdir(parents=True, exist_ok=True)
+    revisions = ([] if args.skip_old else [("before", args.old)]) + [("after", "HEAD")]
+    lines = [
+        "| corpus | code | figure in first 50 words | words median / p90 | wrong entity | single-hop gold in first 50 "
+        "| multi-hop answered without gold | answer / abstention rate | recall@3 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, rev in revisions:
+            source = checkout(rev, Path(tmp) / label)
+            for corpus in args.corpus or list(CORPORA):
+                path = OUT / f"{label}-{corpus}.json"
+                if path.exists() and not args.force:
+                    data = json.loads(path.read_text())
+                else:
+                    print(f"{label} ({rev}): {corpus} …", file=sys.stderr)
+                    data = measure(source, corpus, Path(tmp) / f"{label}-work")
+                    path.write_text(json.dumps(data, indent=1))
+                lines.append(row(label, corpus, data))
+            if source != REPO:
+                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(source)], capture_output=True)
+    print("\n".join(lines))
+    print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
