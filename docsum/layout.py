@@ -146,8 +146,12 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
         if line.endswith(":") and len(line.split()) <= MAX_HEADING_WORDS and is_row(following):
             close()  # a group of rows' heading ("Cost of revenue:")
             continue
-        if len(re.split(r"\t|\s{3,}", line)) > 1:
-            close()  # a line of cells without figures (column headings): no sentence
+        # A line of cells without figures (column headings) is no sentence.
+        # For answers a line of two cells is one too ("Total Number of
+        # Approximate Dollar" ran into the sentence above); summaries keep
+        # the rule they were built with, so stores need no re-summarizing.
+        if len(re.split(r"\t|\s{3,}", line)) > (1 if rows else 2):
+            close()
             continue
         paragraph.append(line)
     close()
