@@ -25,6 +25,7 @@ _CELL_TOKEN = re.compile(r"\$|%|\)%?|\(?-?\$?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[—
 _CELL_SPLIT = re.compile(r"\t|\s{2,}")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 _UNITS = re.compile(r"\(\s*(?:dollars |amounts )?in (millions|billions|thousands)\b[^)]*\)", re.IGNORECASE)
+_FOOTNOTE = re.compile(r"^\(\d\)$")
 _CHANGE = re.compile(r"^(?:%\s*)?change$", re.IGNORECASE)
 # A heading above a year line: "Three Months Ended", "Six Months Ended
 # December 31,", "December 31,", "June 30," (a date heading).
@@ -62,6 +63,8 @@ def parse_row(line: str) -> Row | None:
         else:
             values.append(token)
     values = [v for v in values if any(c.isdigit() for c in v) or v in ("—", "–")]
+    while len(values) > 1 and _FOOTNOTE.match(values[0]):
+        values = values[1:]  # "Total net sales (4)   $ 82,959 …": the label's footnote, no figure
     if not values or not label or not any(c.isalpha() for c in label) or len(label.split()) > 14:
         return None
     if label[0].isdigit() or label[0] in "$(—–":

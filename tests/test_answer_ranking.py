@@ -260,3 +260,19 @@ def test_a_row_under_years_with_change_columns_is_quoted_by_its_period() -> None
     assert row_quote(text.split("\n"), 4) == (
         "Total net sales: $81,797 million, three months ended July 1, 2023; $82,959 million, June 25, 2022."
     )
+
+
+def test_a_labels_footnote_mark_is_no_figure_of_its_row() -> None:
+    # Before: "Total net sales: (4), three months ended June 25, 2022; $82,959, June 26, 2021."
+    from docsum.tablerows import row_quote
+
+    text = (
+        "(In millions)\n"
+        "   Three Months Ended\n"
+        "   June 25,   June 26,\n"
+        "   2022   2021\n"
+        "   Total net sales (4)   $   82,959   $   81,434"
+    )
+    assert row_quote(text.split("\n"), 4) == (
+        "Total net sales: $82,959 million, three months ended June 25, 2022; $81,434 million, June 26, 2021."
+    )
