@@ -241,9 +241,12 @@ def test_a_filing_named_for_one_quarter_is_about_the_fiscal_quarter_its_text_rep
     fiscal = "Revenue for the second quarter of fiscal year 2024 was $13.51 billion. " * 6
     fiscal += "Revenue for the second quarter of fiscal year 2023 was $6.70 billion. "
     keys = document_keys("nv", "2023_Q2_NVDA.pdf", "A quarterly report: Nvidia Corporation.", "Nvidia " * 5 + fiscal)
-    assert missing_names(["nvidia", "q2 2024"], keys) == []
-    # A period it names less often is not what it is about.
-    assert missing_names(["nvidia", "q4 2024"], keys) == ["q4 2024"]
+    assert missing_names(["nvidia", "q2 2024"], keys, fiscal=True) == []
+    # A period it names less often is not what it is about; nor is the
+    # fiscal one for a question that does not say "fiscal" ("NVIDIA's Q2
+    # 2024 10-Q" is the file named so).
+    assert missing_names(["nvidia", "q4 2024"], keys, fiscal=True) == ["q4 2024"]
+    assert missing_names(["nvidia", "q2 2024"], keys) == ["q2 2024"]
 
 
 def test_a_row_under_years_with_change_columns_is_quoted_by_its_period() -> None:

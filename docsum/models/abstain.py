@@ -316,7 +316,7 @@ class DocumentKeys:
     summary: TextKeys
     body: TextKeys
 
-    def is_about(self, name: str) -> bool:
+    def is_about(self, name: str, fiscal: bool = False) -> bool:
         """The document is about `name`: the words of it in the file name or
         title in any order ("Q3 2023" is in `2023_Q3_MSFT.txt`), the phrase in
         the summary (not for a figure: the summary of a 2023 filing says what
@@ -331,12 +331,15 @@ class DocumentKeys:
             # A file named for its period (2023_Q3_INTC.txt) is about that
             # period, however often it compares itself with Q3 2022 (Intel's
             # filings name the year-ago quarter a little more often than their
-            # own); unless its text names the asked period at least
-            # PERIOD_DOMINANCE times as often as the file's (NVIDIA's 2023_Q2
-            # filing is for "the second quarter of fiscal year 2024": 20
-            # mentions against 8).
+            # own). A question about a fiscal period ("the second quarter of
+            # fiscal 2024") may be about another: the one its text names at
+            # least PERIOD_DOMINANCE times as often as the file's (NVIDIA's
+            # 2023_Q2 filing is for "the second quarter of fiscal year 2024":
+            # 20 mentions against 8). Without "fiscal" the file's name rules:
+            # "NVIDIA's Q3 2023 10-Q" is the one named 2023_Q3.
             named = self.name_period()
-            return bool(named) and often and self.body.count(name) >= PERIOD_DOMINANCE * self.body.count(named)
+            dominant = often and self.body.count(name) >= PERIOD_DOMINANCE * self.body.count(named)
+            return fiscal and bool(named) and dominant
         return often
 
     def name_period(self) -> str:
@@ -370,12 +373,14 @@ def document_keys(doc_id: str, name: str, summary: str, body: str) -> DocumentKe
     return found
 
 
-def missing_names(names: list[str], doc: DocumentKeys, subjects: set[str] | frozenset[str] = frozenset()) -> list[str]:
+def missing_names(
+    names: list[str], doc: DocumentKeys, subjects: set[str] | frozenset[str] = frozenset(), fiscal: bool = False
+) -> list[str]:
     """The names a document does not cover: a document about none of them
     covers none (a passing mention of Apple in Intel's filing does not make
     it a source on Apple); one about some of them also covers the names (not
     the figures, not the `subjects`) it merely mentions."""
-    about = [n for n in names if doc.is_about(n)]
+    about = [n for n in names if doc.is_about(n, fiscal)]
     # Being about the period ("Q1 2023" in NVIDIA's file name) does not make a
     # document about the question's subject (Microsoft).
     if not about or (all(is_figure(n) for n in about) and not all(is_figure(n) for n in names)):

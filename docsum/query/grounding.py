@@ -25,6 +25,7 @@ from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate, Retrieval, passes_floor
 from docsum.store.base import DocumentStore
 
+_FISCAL = re.compile(r"\bfiscal\b", re.IGNORECASE)
 # How many further candidates (times --top-k) grounding may look at to
 # replace chosen documents that cannot hold the answer.
 GROUNDING_LOOKAHEAD = 3
@@ -66,6 +67,7 @@ def grounded(
     # one hop's ("the Judiciary Act of 1869") like any other name.
     periods = [n for n in names if is_period(n)]
     subjects = subject_names(question)
+    fiscal = bool(_FISCAL.search(question))  # "fiscal 2024": a company's own year, not the file name's
     pool = list(found.chosen)
     if found.retriever in RANKED_RETRIEVERS:
         chosen_ids = {c.doc_id for c in pool}
@@ -83,7 +85,7 @@ def grounded(
             cand.summary,
             "\n".join(r.text for r in by_doc.get(cand.doc_id, [])),
         )
-        cover[cand.doc_id] = set(names) - set(missing_names(names, keys, subjects))
+        cover[cand.doc_id] = set(names) - set(missing_names(names, keys, subjects, fiscal))
     full = [c for c in pool if cover[c.doc_id] == set(names)]
     kept: list[Candidate]
     if full:
