@@ -136,9 +136,9 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
             close()
             continue
         quote = row_quote(lines, i)
-        if quote is not None:
+        if quote is not None or is_row(line):
             close()
-            if rows:
+            if rows and quote is not None:
                 units.append(quote)
             continue
         if not paragraph and _is_heading(line, previous, following):

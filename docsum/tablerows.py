@@ -63,8 +63,6 @@ def parse_row(line: str) -> Row | None:
         else:
             values.append(token)
     values = [v for v in values if any(c.isdigit() for c in v) or v in ("—", "–")]
-    while len(values) > 1 and _FOOTNOTE.match(values[0]):
-        values = values[1:]  # "Total net sales (4)   $ 82,959 …": the label's footnote, no figure
     if not values or not label or not any(c.isalpha() for c in label) or len(label.split()) > 14:
         return None
     if label[0].isdigit() or label[0] in "$(—–":
@@ -72,8 +70,8 @@ def parse_row(line: str) -> Row | None:
     if len(values) == 1 and values[0].isdigit():
         return None  # one plain number: a page reference ("Item 2 … 31"), a zip code, a count in a heading
     # "in 2022 and 2021" is prose ending in years, not a row of them.
-    if all(_YEAR.match(v) for v in values) and (len(values) <= 2 and label[-1:].islower() or _ENDED.search(label)):
-        return None  # or a heading: "Three Months Ended September 30,   2023   2022"
+    if all(_YEAR.match(v) for v in values) and len(values) <= 2 and label[-1:].islower():
+        return None
     return Row(label, tuple(values))
 
 
@@ -308,10 +306,14 @@ def row_quote(lines: list[str], at: int) -> str | None:
     """The row at `lines[at]` as a sentence with its headings and unit, or
     None when the line is no table row."""
     row = parse_row(lines[at])
-    if row is None:
+    if row is None or all(_YEAR.match(v) for v in row.values) and _ENDED.search(row.label):
+        # A heading ("Three Months Ended September 30,   2023   2022") is
+        # read as a row (summaries leave it out so) but quoted as none.
         return None
-    headings, unit = _column_headings(lines, at, len(row.values))
     values = list(row.values)
+    while len(values) > 1 and _FOOTNOTE.match(values[0]):
+        values = values[1:]  # "Total net sales (4)   $ 82,959 …": the label's footnote, no figure
+    headings, unit = _column_headings(lines, at, len(values))
     if SKIPPED in headings:
         kept = [i for i, h in enumerate(headings) if h != SKIPPED]
         values, headings = [values[i] for i in kept], [headings[i] for i in kept]

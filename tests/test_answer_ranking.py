@@ -149,7 +149,7 @@ def test_rows_take_their_period_from_each_layout_of_headings_a_filing_uses() -> 
     one_line = (
         "(In millions)\n\nThree Months Ended September 30,   2023   2022\nRevenue:\n   Total revenue   56,517   50,122"
     )
-    assert not is_row("Three Months Ended September 30,   2023   2022")
+    assert row_quote(["Three Months Ended September 30,   2023   2022"], 0) is None
     assert (
         quote(one_line) == "Total revenue: 56,517 million, three months ended September 30, 2023; 50,122 million, 2022."
     )
