@@ -4,6 +4,7 @@ glossary or a page of boilerplate read as one long sentence."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 
@@ -89,7 +90,7 @@ def test_a_summary_opening_gives_its_series_and_date() -> None:
         "A quarterly report filed on SEC Form 10-Q: Intel Corporation, for the quarter ended July 1, 2023."
     ) == (
         "a quarterly report filed on sec form 10-q: intel corporation",
-        __import__("datetime").date(2023, 7, 1),
+        datetime.date(2023, 7, 1),
     )
     assert dated_series("Meeting minutes: Larkspur Railway Trust, 2 October 2019.") is not None
     assert dated_series("Meeting minutes: Larkspur Railway Trust.") is None

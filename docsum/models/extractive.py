@@ -69,6 +69,9 @@ class ExtractiveLLM(LLM):
         answer_sentences: int = default("answer_sentences"),
     ) -> None:
         self.answer_sentences = answer_sentences
+        # Refine's steps show one passage each: a chained question's hops meet
+        # only in the passages seen so far (docsum.models.hops).
+        self._seen_passages = SeenPassages()
         metadata = LLMMetadata(
             model=EXTRACTIVE_MODEL,
             context_window=context_window or DEFAULT_CONTEXT_WINDOW,
@@ -221,28 +224,27 @@ class ExtractiveLLM(LLM):
         if not q:
             return self.extract(query, context)
         if is_chained(query):
-            # Refine's steps show one passage each: the hops meet only in
-            # the passages seen so far.
-            context = vars(self).setdefault("_seen_passages", SeenPassages()).context(query, context)
+            context = self._seen_passages.context(query, context)
         units, marks = _units_of(context)
         hops = hop_answer(query, units, marks, context)
         if hops is not None:
-            if not hops:
-                return ABSTENTION_TEXT
-            return _join(with_marker(units[i], marks[i]) for i in hops[: self.answer_sentences])
+            return self._chain(units, marks, hops) if hops else ABSTENTION_TEXT
         best = max((len(q & set(terms(s))) / len(q) for s in units), default=0.0)
         return self.extract(query, context) if best >= ANSWER_COVERAGE_FLOOR else ABSTENTION_TEXT
+
+    def _chain(self, units: list[str], marks: list[int | None], hops: list[int]) -> str:
+        """A chain's sentences (docsum.models.hops), each with its passage."""
+        return _join(with_marker(units[i], marks[i]) for i in hops[: self.answer_sentences])
 
     def refine(self, query: str, existing: str, context: str) -> str:
         if is_chained(query):
             # A chained question's answer is a chain (see `answer`): the
             # new passage may complete a better one with those seen before.
-            seen = vars(self).setdefault("_seen_passages", SeenPassages()).context(query, context)
+            seen = self._seen_passages.context(query, context)
             seen_units, seen_marks = _units_of(seen)
             hops = hop_answer(query, seen_units, seen_marks, seen)
-            if hops:  # the best chain of every passage seen so far
-                return _join(with_marker(seen_units[i], seen_marks[i]) for i in hops[: self.answer_sentences])
-            return existing
+            # the best chain of every passage seen so far
+            return self._chain(seen_units, seen_marks, hops) if hops else existing
         old, old_marks = _units_of(existing)
         fresh, fresh_marks = _units_of(context)
         marks = dict(zip(fresh, fresh_marks))

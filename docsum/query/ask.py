@@ -35,7 +35,7 @@ from docsum.query.options import AskOptions, check_options
 from docsum.query.postprocess import StepReport, compress, llm_rerank, long_context_reorder, similarity_cutoff
 from docsum.query.question import Question, QuestionRoom
 from docsum.query.results import AnswerPlan, AskResult, DocumentHit, Source
-from docsum.query.retrieve import Retrieval, SummaryCorpus, retrieve
+from docsum.query.retrieve import Candidate, Retrieval, SummaryCorpus, retrieve
 from docsum.sanitize import clean_name
 from docsum.schema import Node, NodeWithScore, Response, ResponseStatus
 from docsum.store.base import DocumentStore
@@ -257,25 +257,15 @@ class _Run:
 
         chosen, by_doc, grounding = grounded(self.store, self.question, found, by_doc, self.options.top_k, floor)
         if grounding is not None:
-            self.say(f"{grounding.step}: {grounding.before} → {grounding.after} documents; {grounding.note}")
-            self.steps.append(grounding)
-            kept = {c.doc_id for c in chosen}
-            self.documents = [d for d in self.documents if d.doc_id in kept] + [
-                DocumentHit.of(c) for c in chosen if c not in found.chosen
-            ]
+            self._kept_after(grounding, chosen)
             if not chosen:
                 return self._abstained(grounding.note)
         chosen, latest = newest_first(self.question, chosen, found.candidates)
         if latest is not None:
-            self.say(f"{latest.step}: {latest.before} → {latest.after} documents; {latest.note}")
-            self.steps.append(latest)
+            self._kept_after(latest, chosen)
             missing = [c.doc_id for c in chosen if c.doc_id not in by_doc]
             if missing:
                 by_doc = {**by_doc, **self.store.nodes_for(missing)}
-            kept = {c.doc_id for c in chosen}
-            self.documents = [d for d in self.documents if d.doc_id in kept] + [
-                DocumentHit.of(c) for c in chosen if all(d.doc_id != c.doc_id for d in self.documents)
-            ]
         nodes = [
             NodeWithScore(
                 Node(r.text, r.doc_id, c.path, r.seq, tuple(r.pages), r.start_char, r.end_char, r.token_count), c.score
@@ -293,6 +283,17 @@ class _Run:
                 reason = f"--{emptied.step} removed every passage ({emptied.note})"
             return self._nothing(reason)
         return await self._synthesize(nodes, found.retriever)
+
+    def _kept_after(self, step: StepReport, chosen: list[Candidate]) -> None:
+        """Report a step that changed which documents answer (grounding, "the
+        latest") and list the documents it kept, those it took in included."""
+        self.say(f"{step.step}: {step.before} → {step.after} documents; {step.note}")
+        self.steps.append(step)
+        kept = {c.doc_id for c in chosen}
+        listed = {d.doc_id for d in self.documents}
+        self.documents = [d for d in self.documents if d.doc_id in kept] + [
+            DocumentHit.of(c) for c in chosen if c.doc_id not in listed
+        ]
 
     async def _retrieve(self, corpus: SummaryCorpus) -> tuple[Retrieval, float | None]:
         options, say = self.options, self.say

@@ -67,31 +67,22 @@ def newest_first(
     documents to answer from and a step report (None when nothing applies)."""
     if not asks_latest(question) or not chosen:
         return chosen, None
-    dated = {c.doc_id: dated_series(c.summary) for c in [*chosen, *candidates]}
+    dated = {c.doc_id: found for c in [*chosen, *candidates] if (found := dated_series(c.summary)) is not None}
     newest: dict[str, Candidate] = {}
     for c in [*chosen, *candidates]:
-        found = dated[c.doc_id]
-        if found is None:
-            continue
-        series, date = found
-        best = newest.get(series)
-        if best is None or date > dated[best.doc_id][1]:  # type: ignore[index]
-            newest[series] = c
-    series_chosen = {found[0] for c in chosen if (found := dated[c.doc_id]) is not None}
+        if c.doc_id in dated:
+            series, date = dated[c.doc_id]
+            if series not in newest or date > dated[newest[series].doc_id][1]:
+                newest[series] = c
+    series_chosen = sorted({dated[c.doc_id][0] for c in chosen if c.doc_id in dated})
     if not series_chosen:
         return chosen, None
     compares = bool(_ASKS_COMPARISON.search(question))
     ids = {c.doc_id for c in chosen}
-    front = [
-        c if c.doc_id in ids else replace(c, chosen=True) for s in sorted(series_chosen) if (c := newest[s]) is not None
-    ]
+    front = [newest[s] if newest[s].doc_id in ids else replace(newest[s], chosen=True) for s in series_chosen]
     front_ids = {c.doc_id for c in front}
-    rest = [
-        c
-        for c in chosen
-        if c.doc_id not in front_ids
-        and (compares or dated[c.doc_id] is None or dated[c.doc_id][0] not in series_chosen)  # type: ignore[index]
-    ]
+    # An older document of a series stays only when the question compares.
+    rest = [c for c in chosen if c.doc_id not in front_ids and (compares or c.doc_id not in dated)]
     kept = front + rest
     if [c.doc_id for c in kept] == [c.doc_id for c in chosen]:
         return chosen, None
