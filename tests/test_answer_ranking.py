@@ -129,7 +129,7 @@ def test_the_figure_measure_finds_an_amount_stated_in_another_scale() -> None:
 
 
 def test_rows_take_their_period_from_each_layout_of_headings_a_filing_uses() -> None:
-    from docsum.tablerows import is_row, row_quote
+    from docsum.tablerows import row_quote
 
     def quote(text: str) -> str | None:
         lines = text.split("\n")
