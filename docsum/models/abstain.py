@@ -145,11 +145,14 @@ def fold(text: str) -> str:
 # process (an offline question keys some 6,000 words of 3 to 9 documents).
 @functools.lru_cache(maxsize=1 << 16)
 def _key(word: str) -> str:
-    """Folded, without a possessive and a plural or final "e", so "Services",
+    """Folded, without a possessive, apostrophes and a plural or final "e", so "Services",
     "Service" and "service" meet (the lexical stemmer keeps them apart)."""
     word = fold(word)
     if word.endswith(("'s", "’s")):
         word = word[:-2]
+    # An apostrophe inside a name is often left out ("Tai Chi-t'ao" is also
+    # written "Tai Chi-tao", "O'Neill" "ONeill"): both spellings meet.
+    word = word.replace("'", "").replace("’", "")
     if word.isalpha() and len(word) > 4:
         word = word.removesuffix("s").removesuffix("e")
     elif len(word) > 2 and word[-1] == "s" and word[-2].isalpha() and any(c.isdigit() for c in word):

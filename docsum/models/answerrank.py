@@ -94,10 +94,31 @@ def folded(term: str) -> str:
     return term[:-1] if len(term) > 4 and term.endswith("e") else term
 
 
+# A question asks for a role with a noun ("the director of", "her spouse");
+# the sentence that answers says it with a verb or a kinder noun ("directed
+# by", "the second wife of"). Terms (folded stems) of both sides meet here.
+_SAID_AS = {
+    "wife": "spous",
+    "wiv": "spous",
+    "husband": "spous",
+    "marri": "spous",
+    "marry": "spous",
+    "director": "direct",
+    "founder": "found",
+    "creator": "creat",
+    "composer": "compos",
+    "inventor": "invent",
+    "publisher": "publish",
+    "designer": "design",
+    "owner": "own",
+}
+
+
 def answer_terms(text: str) -> list[str]:
-    """docsum.lexical.terms, folded (see folded): used to rank an answer's
-    units only, so stored indexes and summaries are untouched."""
-    return [folded(t) for t in terms(text)]
+    """docsum.lexical.terms, folded (see folded), a role's noun as its verb
+    (see _SAID_AS): used to rank an answer's units only, so stored indexes
+    and summaries are untouched."""
+    return [_SAID_AS.get(f, f) for f in map(folded, terms(text))]
 
 
 def row_label_bonus(text: str, asked: dict[str, float]) -> float:

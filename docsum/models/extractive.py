@@ -21,7 +21,7 @@ import numpy as np
 from docsum.citations import markers_in, split_numbered, strip_markers, with_marker
 from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
-from docsum.models.abstain import name_terms, says_cannot_answer
+from docsum.models.abstain import name_terms, phrase_key, question_names, says_cannot_answer
 from docsum.models.answerrank import (
     LONG_UNIT_WORDS,
     answer_terms,
@@ -365,6 +365,18 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
         re.compile(r"\bhow many\b", re.IGNORECASE),
         re.compile(r"\b\d[\d,]*\b"),
     ),
+    "person": (
+        re.compile(r"^\W*(?:who|whom|whose)\b|\bby whom\b", re.IGNORECASE),
+        # Two or more capitalised words ("Mara Quinn", "G. Stanley Hall") not the question's own.
+        re.compile(r"\b[A-Z][a-z]+(?:\s+(?:[A-Z]\.\s*)*[A-Z][a-z]+)+|\b[A-Z]\.\s*[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+"),
+    ),
+    "place": (
+        re.compile(
+            r"\bwhere\b|\b(?:what|which|in what|in which) (?:country|city|state|continent|region|town)\b", re.IGNORECASE
+        ),
+        # "in North Dakota", "near Paris", "of the Americas": a preposition of place before a name.
+        re.compile(r"\b(?:in|at|near|from|across) (?:the )?[A-Z][\w'’-]+"),
+    ),
 }
 ANSWER_TYPE_BONUS = 0.25
 SPECIFIC_BONUS = 0.1
@@ -384,6 +396,13 @@ MIN_ANSWER_WORDS = 4
 # (whose words spread over several sentences) stop being answered.
 ANSWER_COVERAGE_FLOOR = 0.15
 _MARKUP = re.compile(r"^\s*(?:#{1,6}|>|[-*•])\s+")
+
+
+def _holds(kind: str, text: str, asked_names: set[str]) -> bool:
+    """`text` holds a fact of the kind asked for (see _ANSWER_TYPES) other
+    than the question's own names: "Mara Quinn" for "Who directed Glass
+    Harbor?", not "Glass Harbor"."""
+    return any(phrase_key(m.group(0)) not in asked_names for m in _ANSWER_TYPES[kind][1].finditer(text))
 
 
 def _join(units: Any) -> str:
@@ -434,6 +453,7 @@ def _select(
     any_overlap = any(q & bag.keys() for bag in bags)
     wants_number = bool(_WANTS_NUMBER.search(query))
     wanted = [kind for kind, (asks, _) in _ANSWER_TYPES.items() if asks.search(query)]
+    asked_names = set(question_names(query)) if focused else set()
 
     scored = []
     for (pos, text), bag in zip(unique, bags):
@@ -460,7 +480,7 @@ def _select(
         if focused and any(t in bag for t in q - names):  # about the thing asked, not only its names
             # "How much … and when …": a sentence holding the kind of fact
             # asked for (an amount, a date) beats one that repeats the names.
-            score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _ANSWER_TYPES[kind][1].search(text))
+            score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _holds(kind, text, asked_names))
         if focused:
             score += row_label_bonus(text, {t: weight[t] for t in q - names})
             length = len(text.split())
