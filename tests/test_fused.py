@@ -66,7 +66,9 @@ def test_documents_tied_at_the_cut_are_kept_the_same_whatever_order_the_store_li
     from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
     from docsum.query.retrieve import retrieve_by_embedding
 
-    texts = {f"d{i}": f"Notes on topic {word}." for i, word in enumerate(["quartz", "slate", "flint", "chalk", "basalt"])}
+    texts = {
+        f"d{i}": f"Notes on topic {word}." for i, word in enumerate(["quartz", "slate", "flint", "chalk", "basalt"])
+    }
     texts["d9"] = "The ferry timetable for the river crossing."
     vectors = lexical_vectors(list(texts.values()))
     entries = [
