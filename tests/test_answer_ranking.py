@@ -280,3 +280,22 @@ def test_a_labels_footnote_mark_is_no_figure_of_its_row() -> None:
     assert row_quote(text.split("\n"), 4) == (
         "Total net sales: $82,959 million, three months ended June 25, 2022; $81,434 million, June 26, 2021."
     )
+
+
+CASH_FLOWS = """Cash flows (in millions):
+   Three Months Ended September 30,
+   2022   2021
+   Free cash flow   $   2,552   $   1,900
+   Net cash provided by (used in) operating activities   $   11,404   $   7,313
+   Purchases of property and equipment   (8,852)   (5,413)
+"""
+
+
+def test_cash_flows_from_operations_meet_the_operating_activities_row() -> None:
+    # Before: "operations" did not meet "operating": the answer quoted the
+    # "Free cash flow" row alone, on "cash" and "flows".
+    answer = ExtractiveLLM().answer(
+        "What cash flows from operations did Acme disclose?", f"[1] (source: report.txt)\n{CASH_FLOWS}"
+    )
+    assert "Net cash provided by (used in) operating activities: $11,404 million" in answer, answer
+    assert "Purchases of property" not in answer

@@ -36,6 +36,7 @@ _LABEL_SYNONYMS = {
     "spend": "expens",
     "cost": "expens",
     "operational": "operat",
+    "operation": "operat",
     "earning": "income",
 }
 # Abbreviations a question uses for what a filing spells out.
