@@ -82,7 +82,8 @@ def _word_terms(word: str) -> tuple[str, ...]:
     return (stem(word),)
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|(?<=[。！？])")
+# Not after an initial: "James K. Polk", "G. Stanley Hall" are one name.
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])(?<!\s[A-Z]\.)(?<!^[A-Z]\.)[\"'”’)\]]*\s+|\n\s*\n|(?<=[。！？])")
 
 
 # A "sentence" longer than this with line breaks inside is a table or a list,

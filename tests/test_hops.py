@@ -11,6 +11,7 @@ import pytest
 from helpers import run_cli_parts as run
 
 from docsum.lexical import sentences
+from docsum.models.hops import Unit, chain
 from docsum.models.prompts import ABSTENTION_TEXT
 
 QUESTION = "Who was the first president of the society which published the Journal of Quiet Studies?"
@@ -102,3 +103,76 @@ def test_the_second_hops_document_is_found_when_the_retriever_ranks_it_low(tmp_p
     assert code == 0, err
     assert "Margaret Oduya" in _first_sentence(out), out
     assert "a hop further: Northfield_Acoustical_Society.txt" in err
+
+
+def test_a_sentence_does_not_end_at_a_persons_initial() -> None:
+    # Before: "James K." ended a sentence, and the answer quoted
+    # "… when President James K [1]."
+    assert sentences("Iowa became a state under President James K. Polk in 1846. G. Stanley Hall came later.") == [
+        "Iowa became a state under President James K. Polk in 1846.",
+        "G. Stanley Hall came later.",
+    ]
+
+
+def test_a_place_named_as_part_of_a_region_leads_to_the_places_document(tmp_path: Path) -> None:
+    # "in the Northern Region of Westmarch": the bridge is Westmarch. Before,
+    # only the whole phrase was a bridge, no document is about it, and the
+    # question was declined.
+    store = _store(
+        tmp_path,
+        {
+            "Dornvale.txt": "Dornvale is a town in the Northern Region of Westmarch. It holds a cattle market every week.\n",
+            "Chief_Justice_of_Westmarch.txt": (
+                "The Chief Justice of Westmarch heads the judiciary of the republic. "
+                "The current chief justice is Amina Roe, appointed in 2019.\n"
+            ),
+            "Harbour_Board.txt": "The harbour board of Port Alder sets the fees for every ship that docks.\n",
+        },
+    )
+    code, out, err = run(
+        "ask", "Who is the current chief justice in the country where Dornvale is located?", "--store", store
+    )
+    assert code == 0, err
+    assert "Amina Roe" in _first_sentence(out), out
+
+
+def test_a_name_every_document_mentions_is_still_a_bridge_when_one_is_about_it() -> None:
+    # Three documents of the context name Veldmark; one of them is
+    # Veldmark's own. Before, a name three documents name was "general"
+    # (like "United States") and no bridge, so no chain reached Veldmark.txt.
+    question = "Who was president when the area where the Brackenfield Wind Farm is located became a state?"
+    units = [
+        Unit(
+            "The Brackenfield Wind Farm has 107 turbines in the hill country of northern Veldmark.",
+            1,
+            "Brackenfield.txt",
+        ),
+        Unit(
+            "Veldmark became a state in 1846, when President Arthur Penrose signed its admission act.",
+            2,
+            "Veldmark.txt",
+        ),
+        Unit("Holm Township is one of fourteen townships in Ash County, Veldmark.", 3, "Holm_Township.txt"),
+    ]
+    found = chain(question, units)
+    assert found is not None and [units[i].doc for i in found.hops] == ["Brackenfield.txt", "Veldmark.txt"]
+
+
+def test_part_of_the_questions_name_is_no_bridge(tmp_path: Path) -> None:
+    # "Harris" is part of "Harris W. Fawell", not something his document
+    # leads to: before, a band's document naming its bassist Steve Harris
+    # was kept as a second hop and quoted in the answer.
+    store = _store(
+        tmp_path,
+        {
+            "Harris_W_Fawell.txt": (
+                "Harris W. Fawell\n\nFawell is a graduate of West Chicago High School. "
+                "Fawell was admitted to the bar in 1952. "
+                "The Harris W. Fawell Congressional Papers are held at North Central College.\n"
+            ),
+            "Iron_Gate.txt": "Iron Gate are a heavy metal band formed in Leyton in 1975 by bassist Steve Harris.\n",
+        },
+    )
+    code, out, err = run("ask", "Where was Harris W. Fawell born in?", "--store", store, "--explain")
+    assert code == 0, err
+    assert "Iron_Gate.txt" not in out and "Steve Harris" not in out, out

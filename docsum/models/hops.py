@@ -238,35 +238,63 @@ def chain(question: str, units: list[Unit]) -> Chain | None:
 def _general(units: list[Unit], keys: list[TextKeys]) -> set[str]:
     """Names too general to be a bridge: those GENERAL_DOCUMENTS documents
     of the context or more name ("United States" in a village's, an
-    airport's and a radio station's)."""
+    airport's and a radio station's), unless one of the documents is about
+    it: then it is the next hop (Iowa.txt, beside a wind farm and a township
+    of Iowa)."""
     named: dict[str, set[str]] = {}
     for unit in units:
         for key in bridges_in(unit.text):
             named.setdefault(key, set()).add(unit.doc)
-    return {key for key, docs in named.items() if len(docs) >= GENERAL_DOCUMENTS}
+    titles = _titles(units)
+    return {
+        key
+        for key, docs in named.items()
+        if len(docs) >= GENERAL_DOCUMENTS and not any(titles[d].count(key) for d in docs)
+    }
 
 
 def single_coverage(question: str, units: list[Unit]) -> float:
-    """The most of the question (weighted as in `chain`) one sentence holds."""
+    """The most of the question (weighted as in `chain`) one sentence about
+    one of its names holds (it names it, or its document is about it): a
+    sentence of another document ("It issues the country's currency") is no
+    answer to compare a chain with."""
     q = set(terms(question))
     bags = [set(terms(u.text)) for u in units]
     weight = _weights(q, bags)
-    return max((sum(weight[t] for t in q & bag) for bag in bags), default=0.0)
+    names = [n for n in question_names(question) if not is_figure(n)]
+    titles = _titles(units)
+    return max(
+        (
+            sum(weight[t] for t in q & bag)
+            for unit, bag in zip(units, bags)
+            if not names or any(TextKeys(unit.text).count(n) or titles[unit.doc].has_all(n) for n in names)
+        ),
+        default=0.0,
+    )
+
+
+# "Eastern Region of Uganda": what follows "of" in a name is a place or a
+# body the named thing belongs to.
+_OF_NAME = re.compile(r"\bof\s+(?:the\s+)?([A-Z][\w&’'.-]*[\w](?:\s+[A-Z][\w&’'.-]*[\w])*)$")
 
 
 def bridges_in(sentence: str) -> list[str]:
     """The capitalised phrases of a sentence as name keys (abstain.phrase_key),
-    without the words that are capitalised only for opening it."""
+    without the words that are capitalised only for opening it; a phrase
+    ending "of" a name also gives that name ("the Eastern Region of Uganda"
+    is a bridge to Uganda too)."""
     out: list[str] = []
     for phrase in PHRASE.findall(sentence):
-        words = phrase.split()
-        while words and words[0].lower() in _OPENERS:
-            words = words[1:]
-        if not words or (len(words) == 1 and (len(words[0]) < 3 or words[0].lower() in STOPWORDS)):
-            continue
-        key = phrase_key(" ".join(words))
-        if key and key not in out:
-            out.append(key)
+        owner = _OF_NAME.search(phrase)
+        for piece in [phrase, owner.group(1)] if owner else [phrase]:
+            words = piece.split()
+            while words and words[0].lower() in _OPENERS:
+                words = words[1:]
+            if not words or (len(words) == 1 and (len(words[0]) < 3 or words[0].lower() in STOPWORDS)):
+                continue
+            key = phrase_key(" ".join(words))
+            if key and key not in out:
+                out.append(key)
     return out
 
 

@@ -105,8 +105,21 @@ def grounded(
             # full documents say beside the question's names ("… published
             # by the American Psychological Association"). One that names none
             # of it (Djibouti's first president) answers another question.
-            bridges = _bridges(names, ["\n".join(r.text for r in by_doc.get(c.doc_id, [])) for c in full])
-            hops = [c for c in hops if _names_any(bridges, "\n".join(r.text for r in by_doc.get(c.doc_id, [])))]
+            wanted = [n for n in names if not is_figure(n)]
+            # Every sentence of a document whose title names them all (the
+            # bakery's history names the railway's auction without naming
+            # the bakery), those naming them in any other.
+            bridges: list[str] = []
+            for c in full:
+                text = "\n".join(r.text for r in by_doc.get(c.doc_id, []))
+                titled = all(TextKeys(titles.get(c.doc_id, c.path)).count(n) for n in wanted)
+                bridges = _bridge_keys([] if titled else wanted, [text], also=bridges, most=MAX_BRIDGE_SENTENCES)
+                bridges = [b for b in bridges if not any(_overlap(b, n) for n in wanted)]
+            hops = [
+                c
+                for c in hops
+                if any(TextKeys("\n".join(r.text for r in by_doc.get(c.doc_id, []))).count(b) for b in bridges)
+            ]
         kept = (full + hops)[:top_k]
         note = f"needs {', '.join(names)}; {len(full)} candidate(s) mention all"
     else:
@@ -154,30 +167,9 @@ def _kind(candidate: Candidate) -> str | None:
     return document_kind(candidate.summary.strip().split("\n", 1)[0])
 
 
-# A capitalised phrase: "American Psychological Association", "Brindle & Daughter".
-_PHRASE = re.compile(r"\b[A-Z][\w&’'.-]*[\w](?:\s+(?:(?:of|the|for|and|on|de|&)\s+)*[A-Z][\w&’'.-]*[\w])*")
 # Sentences of the full documents read for bridges: the head of a long text
 # names what it is about.
 MAX_BRIDGE_SENTENCES = 400
-
-
-def _bridges(names: list[str], texts: list[str]) -> set[str]:
-    """Names the sentences that mention one of `names` say beside them."""
-    out: set[str] = set()
-    wanted = [n for n in names if not is_figure(n)]
-    for text in texts:
-        for sentence in sentences(text)[:MAX_BRIDGE_SENTENCES]:
-            keys = TextKeys(sentence)
-            if not any(keys.count(n) for n in wanted):
-                continue
-            for phrase in _PHRASE.findall(sentence):
-                if len(phrase) >= 4 and not any(TextKeys(phrase).count(n) for n in wanted):
-                    out.add(phrase)
-    return out
-
-
-def _names_any(phrases: set[str], text: str) -> bool:
-    return any(p in text for p in phrases)
 
 
 # Rounds of following bridges: hop 2's document, then hop 3's.
@@ -261,16 +253,24 @@ def _linked(
 MAX_HOP_SENTENCES = 60
 
 
-def _bridge_keys(wanted: list[str], texts: list[str], also: list[str] | None = None) -> list[str]:
-    """Bridges (name keys) of the sentences of `texts` that name one of
-    `wanted` (every sentence of the head of a text, without `wanted`), none
-    of them one of `wanted`."""
+def _overlap(key: str, name: str) -> bool:
+    """One name key holds the other, whole words."""
+    return f" {key} " in f" {name} " or f" {name} " in f" {key} "
+
+
+def _bridge_keys(
+    wanted: list[str], texts: list[str], also: list[str] | None = None, most: int = MAX_HOP_SENTENCES
+) -> list[str]:
+    """Bridges (name keys) of the first `most` sentences of `texts` that name
+    one of `wanted` (every one, without `wanted`), none of them part of one
+    of `wanted` or holding one: "Harris" and "Harris W. Fawell Congressional
+    Papers" lead nowhere new from "Harris W. Fawell"."""
     out = list(also or [])
     for text in texts:
-        for sentence in sentences(text)[:MAX_HOP_SENTENCES]:
+        for sentence in sentences(text)[:most]:
             if wanted and not any(TextKeys(sentence).count(n) for n in wanted):
                 continue
             for key in bridges_in(sentence):
-                if key not in wanted and key not in out and len(key) >= 4:
+                if len(key) >= 4 and key not in out and not any(_overlap(key, n) for n in wanted):
                     out.append(key)
     return out
