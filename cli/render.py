@@ -74,8 +74,10 @@ class BuildProgress:
             # Failures are always shown, even with -q: they change the exit code.
             from docsum.ingest.discover import IGNORE_FILE  # here: `ask` imports this module too
 
-            # The reason may already name the ignore file (a scan without the OCR extra).
-            keep_out = "" if IGNORE_FILE in (outcome.error or "") else f"; add it to {IGNORE_FILE} to skip it"
+            # The reason may already name the ignore file (a scan without the OCR extra); a file
+            # that failed because the LLM server did is not one to keep out.
+            named = IGNORE_FILE in (outcome.error or "") or outcome.llm_failed
+            keep_out = "" if named else f"; add it to {IGNORE_FILE} to skip it"
             again = f" (failed {outcome.attempts} runs in a row{keep_out})" if outcome.attempts > 1 else ""
             self._note(f"docsum: failed {clean_name(outcome.path)}: {outcome.error}{again}")
         if not self.enabled:
