@@ -143,7 +143,11 @@ def build(
     if settings.build_max_calls is not None and not options.dry_run:
         _check_build_calls(store_path, llm, options, settings.build_max_calls)
     offline = llm.metadata.extractive
-    progress = BuildProgress(common.env, enabled=not common.json, offline=offline, dry_run=options.dry_run)
+    from docsum.ingest.ocr import wanted
+
+    progress = BuildProgress(
+        common.env, enabled=not common.json, offline=offline, dry_run=options.dry_run, ocr_ran=wanted(options.ocr)
+    )
     report = run_async(lambda: build_store(store_path, llm, options, progress))
     print_build_report(common.env, report, as_json=common.json)
     return ExitCode.PARTIAL if report.counts["failed"] else ExitCode.OK

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from docsum.ingest.ocr import PageCounts
+from docsum.ingest.ocr import MODE_OFF, OCR_INSTALL, PageCounts
 from docsum.models.llm import closing_stream
 from docsum.sanitize import clean_name, clean_text
 
@@ -21,8 +21,17 @@ if TYPE_CHECKING:  # rich only on a terminal; docsum.query and docsum.builder.pi
 class BuildProgress:
     """A progress bar on a terminal; one plain line per file otherwise."""
 
-    def __init__(self, env: Environment, enabled: bool = True, *, offline: bool = False, dry_run: bool = False) -> None:
+    def __init__(
+        self,
+        env: Environment,
+        enabled: bool = True,
+        *,
+        offline: bool = False,
+        dry_run: bool = False,
+        ocr_ran: bool | None = None,
+    ) -> None:
         self.env = env
+        self.ocr_ran = ocr_ran  # OCR reads pages without a text layer in this build (docsum.ingest.ocr.wanted)
         # A dry run's plan is the result, on stdout: its files are not listed twice.
         self.enabled = enabled and not env.quiet and not dry_run
         self.offline = offline  # the offline engine calls no model: no calls or tokens to count
@@ -74,8 +83,10 @@ class BuildProgress:
             # Failures are always shown, even with -q: they change the exit code.
             from docsum.ingest.discover import IGNORE_FILE  # here: `ask` imports this module too
 
-            # The reason may already name the ignore file (a scan without the OCR extra).
-            keep_out = "" if IGNORE_FILE in (outcome.error or "") else f"; add it to {IGNORE_FILE} to skip it"
+            # The reason may already name the ignore file (a scan without the OCR extra); a file
+            # that failed because the LLM server did is not one to keep out.
+            named = IGNORE_FILE in (outcome.error or "") or outcome.llm_failed
+            keep_out = "" if named else f"; add it to {IGNORE_FILE} to skip it"
             again = f" (failed {outcome.attempts} runs in a row{keep_out})" if outcome.attempts > 1 else ""
             self._note(f"docsum: failed {clean_name(outcome.path)}: {outcome.error}{again}")
         if not self.enabled:
@@ -94,7 +105,7 @@ class BuildProgress:
         detail = ""
         if outcome.action in ("added", "updated", "add", "update"):
             engine = f", read with {outcome.extractor}" if outcome.extractor and self.env.verbose else ""
-            pages = PageCounts.of(outcome.page_origins).describe()
+            pages = PageCounts.of(outcome.page_origins).describe(self.ocr_ran)
             calls = "" if self.offline else f", {outcome.calls} LLM calls"
             detail = f" ({outcome.nodes} nodes{calls}{engine}{'; ' + pages if pages else ''})"
         if outcome.action != "unchanged" or self.env.verbose:
@@ -128,13 +139,17 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
             work = f"{item.nodes} nodes" + (
                 "" if offline else f", {item.calls} calls, {item.prompt_tokens} prompt tokens"
             )
-            env.out(f"{item.action:<9} {clean_name(item.path)}  {item.error or work}")
+            pages = PageCounts.of(item.page_origins).describe(report.ocr_ran)
+            env.out(f"{item.action:<9} {clean_name(item.path)}  {item.error or work}{'; ' + pages if pages else ''}")
+        failing = sum(1 for p in report.plan if p.action == "failed")
         env.out(
             f"dry run: {sum(1 for p in report.plan if p.action == 'add')} to add, "
             f"{sum(1 for p in report.plan if p.action == 'update')} to update, "
             f"{sum(1 for p in report.plan if p.action == 'remove')} to remove, "
-            f"{data['documents']['unchanged']} unchanged; {_planned_cost(data['planned'], offline)}"
+            f"{data['documents']['unchanged']} unchanged{f', {failing} failing' if failing else ''}; "
+            f"{_planned_cost(data['planned'], offline)}"
         )
+        _print_pages(env, report)
         return
     counts = data["documents"]
     env.out(
@@ -142,13 +157,34 @@ def print_build_report(env: Environment, report: BuildReport, as_json: bool) -> 
         f"{counts['removed']} removed, {counts['failed']} failed in {data['elapsed_s']:.1f}s; "
         f"{_spent(data, offline)}"
     )
-    read_by_ocr = report.page_totals.describe()
-    if read_by_ocr:
-        env.out(f"pages: {read_by_ocr}")
+    _print_pages(env, report)
     if report.failures:
         env.out(f"failed (retried next run): {', '.join(sorted(clean_name(f.path) for f in report.failures))}")
     if report.skipped_files:
         env.out(f"skipped symlinks: {', '.join(clean_name(f.path) for f in report.skipped_files)}")
+
+
+def _print_pages(env: Environment, report: BuildReport) -> None:
+    """The `pages:` line (stdout): how the pages of the documents read were
+    read. Pages left empty without OCR get a note (stderr) on how to read them."""
+    totals = report.page_totals
+    described = totals.describe(report.ocr_ran)
+    if not described:
+        return
+    if not report.ocr_ran and totals.unreadable and report.ocr_installed:
+        described += " (--ocr off)"
+    env.out(f"pages: {described}")
+    if report.ocr_ran or not totals.unreadable or report.ocr_installed:
+        return
+    empty = sorted(clean_name(path) for path, counts in report.pages.items() if counts.unreadable)
+    which = ", ".join(empty) if len(empty) <= 3 else f"{', '.join(empty[:3])} and {len(empty) - 3} more"
+    stored = "" if report.dry_run else ", then `docsum remove` each of those files and build again"
+    if report.ocr_mode == MODE_OFF:
+        stored += " without --ocr off"
+    env.info(
+        f"docsum: note: pages with no text layer are blank or scanned ({which}); to read scanned pages by OCR, "
+        f"install the OCR extra: {OCR_INSTALL}{stored}"
+    )
 
 
 OFFLINE_WORDS = "offline extractive engine, no model used, nothing billed"

@@ -38,6 +38,7 @@ def batch_line(batch: Batch) -> str:
 def watch_folders(common: Common, llm: LLM, options: BuildOptions) -> int:
     """Build, then watch until SIGINT/SIGTERM (exit 130/143; every finished document kept)."""
     from docsum.builder.watch import watch
+    from docsum.ingest.ocr import wanted
 
     from .render import BuildProgress
 
@@ -47,7 +48,9 @@ def watch_folders(common: Common, llm: LLM, options: BuildOptions) -> int:
         # The first reconcile may be long: it shows progress as a build does.
         # Later batches are one line each (per file with -v).
         if number == 0 or env.verbose:
-            return BuildProgress(env, enabled=not common.json, offline=llm.metadata.extractive)
+            return BuildProgress(
+                env, enabled=not common.json, offline=llm.metadata.extractive, ocr_ran=wanted(options.ocr)
+            )
         return None
 
     def on_batch(batch: Batch) -> None:

@@ -333,6 +333,29 @@ def test_context_length_error_names_the_step(store: Path, kind: str, options: li
 # --------------------------------------------------------------------------- builds
 
 
+def test_a_file_failing_again_because_the_server_did_is_not_sent_to_the_ignore_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A file failing run after run is pointed at .docsumignore; one whose
+    # summary failed because the server did is not the file's fault, and
+    # ignoring it would hide a good document once the server is back.
+    monkeypatch.setenv("DOCSUM_MAX_RETRIES", "0")
+    folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
+    make_docs(folder, 2)
+
+    def respond(body: dict[str, Any]) -> Reply | str:
+        if marker(1) in user_text(body):
+            return Reply(status=500, error_message="upstream exploded")
+        return "A summary."
+
+    with FakeOpenAI(responder=respond) as fake:
+        for _ in range(2):
+            result = run_cli("build", folder, "--store", store, *llm_args(fake))
+    assert result.code == 3, result
+    [line] = [x for x in result.stderr.splitlines() if x.startswith("docsum: failed doc001.txt")]
+    assert "answered 500" in line and "(failed 2 runs in a row)" in line and ".docsumignore" not in line, line
+
+
 def test_build_keeps_the_summaries_that_worked_and_retries_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

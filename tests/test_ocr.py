@@ -91,8 +91,9 @@ def test_scans_images_and_a_mixed_pdf_build_with_their_text(tmp_path: Path) -> N
     assert result.code == 0, result
     data = result.json()
     assert data["documents"]["added"] == 4 and not data["failures"]
-    assert data["pages"] == {"pages": 6, "ocr": 5, "unreadable": 0}
-    assert data["ocr_files"]["mixed.pdf"] == {"pages": 2, "ocr": 1, "unreadable": 0}
+    assert data["pages"] == {"pages": 6, "text_layer": 1, "read_by_ocr": 5, "no_text": 0, "ocr": 5, "unreadable": 0}
+    assert data["ocr_files"]["mixed.pdf"]["read_by_ocr"] == 1 and data["ocr_files"]["mixed.pdf"]["text_layer"] == 1
+    assert data["ocr"] == {"requested": "auto", "installed": True, "in_effect": "auto"}
     assert data["extractors"]["scan.pdf"] == "ocr" and data["extractors"]["mixed.pdf"] == "pdfium"
 
     shown = {name: run_cli("show", name, "--store", store, "--json").json() for name in ("mixed.pdf", "pages.tiff")}
@@ -173,14 +174,22 @@ def test_with_ocr_off_or_without_the_extra_scans_fail_and_images_are_skipped(tmp
 
     write(folder / "scan.pdf", make_pdf([[], []]))  # two pages, no text layer
     args = ("--ocr", "off") if installed() else ()
+    # The plan counts the file that would fail, and names it with its reason.
+    dry = run_cli("build", folder, "--store", store, "--llm", "extractive", "--dry-run", *args)
+    assert "1 to add, 0 to update, 0 to remove, 0 unchanged, 1 failing;" in dry.stdout, dry
+    assert "failed    scan.pdf  no extractable text" in dry.stdout, dry
     result = run_cli("build", folder, "--store", store, "--llm", "extractive", "--json", *args)
     assert result.code == 3, result  # the scan fails, the rest is built
     data = result.json()
     assert data["documents"]["added"] == 1
     [failure] = data["failures"]
     assert failure["path"] == "scan.pdf" and "no extractable text" in failure["error"]
-    if not installed():
-        assert "docsum[ocr]" in failure["error"] and ".docsumignore" in failure["error"]
+    # Both ways out, the first time: read it (the install command, word for word) or ignore it.
+    assert ".docsumignore" in failure["error"], failure
+    if installed():
+        assert "(--ocr off)" in failure["error"], failure
+    else:
+        assert "install the OCR extra (pip install 'docsum[ocr]')" in failure["error"], failure
     skipped = {s["path"]: s["reason"] for s in data["skipped_files"]}
     assert "docsum[ocr]" in skipped["photo.png"]
     plain = run_cli("build", folder, "--store", store, "--llm", "extractive", *args)
@@ -188,6 +197,74 @@ def test_with_ocr_off_or_without_the_extra_scans_fail_and_images_are_skipped(tmp
     # The second failure in a row says so, and names the ignore file once whoever names it.
     [line] = [x for x in plain.stderr.splitlines() if x.startswith("docsum: failed scan.pdf")]
     assert "failed 2 runs in a row" in line and line.count(".docsumignore") == 1, line
+
+
+def _half_empty_pdf() -> bytes:
+    """Page 1 a text layer, page 2 none (blank, or a scan: the text layer cannot tell)."""
+    from test_load import make_pdf
+
+    return make_pdf([TEXT_PAGE, []])
+
+
+# Not "OCR extra" in the reason: CI fails the OCR run when a test skips for want of the extra (.ci/run).
+without_ocr = pytest.mark.skipif(installed(), reason="what a user without docsum[ocr] sees; it is installed here")
+NO_LAYER = "1 of 2 pages with no readable text layer, left empty"
+
+
+@without_ocr
+def test_without_the_extra_pages_with_no_text_layer_are_counted_as_such_with_how_to_read_them(
+    tmp_path: Path,
+) -> None:
+    folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
+    write(folder / "letter.pdf", _half_empty_pdf())
+    install = "install the OCR extra: pip install 'docsum[ocr]'"
+
+    # The plan says it before anything is stored.
+    dry = run_cli("build", folder, "--store", store, "--llm", "extractive", "--dry-run")
+    assert dry.code == 0, dry
+    [planned] = [x for x in dry.stdout.splitlines() if x.startswith("add       letter.pdf  ")]
+    assert planned.endswith(f" nodes; {NO_LAYER}"), planned
+    assert f"pages: {NO_LAYER}" in dry.stdout and install in dry.stderr, dry
+
+    result = run_cli("build", folder, "--store", store, "--llm", "extractive")
+    assert result.code == 0, result
+    # No OCR here: nothing is said to be "by OCR", nor "unreadable" (nothing tried to read it).
+    assert "OCR" not in result.stdout and "unreadable" not in result.stdout + result.stderr, result
+    assert result.stdout.splitlines()[1] == f"pages: {NO_LAYER}", result.stdout
+    [added] = [x for x in result.stderr.splitlines() if x.startswith("added     letter.pdf (")]
+    assert added.endswith(f" nodes; {NO_LAYER})"), added
+    # How to read them, on stderr: the install command, and that the stored document must be read again.
+    [note] = [x for x in result.stderr.splitlines() if x.startswith("docsum: note: pages with no text layer")]
+    assert "(letter.pdf)" in note and install in note and "`docsum remove` each of those files" in note, note
+
+    write(folder / "letter.pdf", _half_empty_pdf() + b"\n")  # changed: read again, for --json
+    data = run_cli("build", folder, "--store", store, "--llm", "extractive", "--json").json()
+    assert data["pages"] == {"pages": 2, "text_layer": 1, "read_by_ocr": 0, "no_text": 1, "ocr": 0, "unreadable": 1}
+    assert data["ocr_files"]["letter.pdf"]["no_text"] == 1
+    assert data["ocr"] == {"requested": "auto", "installed": False, "in_effect": "off"}
+    shown = run_cli("show", "letter.pdf", "--store", store)
+    assert NO_LAYER in shown.stdout and "OCR" not in shown.stdout, shown
+
+
+@needs_ocr
+def test_with_the_extra_an_empty_page_is_one_ocr_found_nothing_on(tmp_path: Path) -> None:
+    folder, store = tmp_path / "docs", tmp_path / "s.sqlite"
+    write(folder / "letter.pdf", _half_empty_pdf())
+    result = run_cli("build", folder, "--store", store, "--llm", "extractive")
+    assert result.code == 0, result
+    said = "1 of 2 pages unreadable: no readable text layer, and OCR found no text"
+    assert result.stdout.splitlines()[1] == f"pages: {said}", result.stdout
+    assert "pip install" not in result.stderr, result.stderr
+
+    # --ocr off: the page was not tried, and the line says why.
+    write(folder / "letter.pdf", _half_empty_pdf() + b"\n")
+    off = run_cli("build", folder, "--store", store, "--llm", "extractive", "--ocr", "off", "--json")
+    data = off.json()
+    assert data["ocr"] == {"requested": "off", "installed": True, "in_effect": "off"}
+    assert data["pages"]["no_text"] == 1 and data["pages"]["read_by_ocr"] == 0
+    write(folder / "letter.pdf", _half_empty_pdf() + b"\n\n")
+    plain = run_cli("build", folder, "--store", store, "--llm", "extractive", "--ocr", "off")
+    assert f"pages: {NO_LAYER} (--ocr off)" in plain.stdout, plain
 
 
 def _manifest() -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from docsum.builder.report import BuildOptions, BuildReport, BuildReporter, File
 from docsum.builder.schedule import CLAIM_POLL_SECONDS, Breaker, StoredElsewhere, run_gated
 from docsum.errors import LLMError
 from docsum.ingest.ocr import PageCounts
+from docsum.ingest.ocr import installed as ocr_installed
 from docsum.ingest.parsepool import ParsePool
 from docsum.ingest.parsing import TextCache
 from docsum.locations import StoreLocation, display_location, is_postgres
@@ -99,6 +100,8 @@ class Builder:
             model=self.llm.metadata.price_key,
             engine=self.llm.metadata.engine,
             num_output=self.llm.metadata.num_output,
+            ocr_mode=self.options.ocr,
+            ocr_installed=ocr_installed(),
         )
         plan = await self.reconcile()
         todo, to_remove, known = plan.todo, plan.to_remove, plan.known
@@ -121,6 +124,8 @@ class Builder:
             # that follows); the plan lists them in folder order.
             for work, outcome in zip(todo, await asyncio.gather(*(plan_one(w) for w in todo))):
                 report.plan.append(dataclasses.replace(outcome, path=work.found.relpath))
+                if outcome.page_origins:  # what the build would read: its pages are counted the same way
+                    report.pages[work.found.relpath] = PageCounts.of(outcome.page_origins)
             report.plan.extend(FileOutcome(doc.path, "remove") for doc in to_remove)
             report.elapsed_s = time.monotonic() - started
             self.reporter.finish()

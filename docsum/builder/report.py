@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from docsum.ingest.discover import SkippedFile
-from docsum.ingest.ocr import PageCounts
+from docsum.ingest.ocr import MODE_OFF, PageCounts
 from docsum.models.llm import estimated_cost
 from docsum.models.prompts import DEFAULT_SUMMARY_QUERY, PromptTemplate
 from docsum.schema import OFFLINE_ENGINE, CallRecord, Usage, usage_fields
@@ -86,8 +86,11 @@ class BuildReport:
     skipped_entries: list[SkippedFile] = field(default_factory=list)
     warnings: list[FileWarning] = field(default_factory=list)
     extractors: dict[str, str] = field(default_factory=dict)  # path -> PDF engine, for PDFs read this run
-    # path -> how its pages were read, for paged documents read this run.
+    # path -> how its pages were read, for paged documents read this run
+    # (dry run: the documents the plan reads).
     pages: dict[str, PageCounts] = field(default_factory=dict)
+    ocr_mode: str = default("ocr")  # --ocr as asked (docsum.ingest.ocr.MODES)
+    ocr_installed: bool = False  # the OCR extra is installed (docsum.ingest.ocr.installed)
     # Documents this run found summarized by another builder sharing the store
     # (counted as unchanged: this run did not pay for them).
     done_elsewhere: int = 0
@@ -102,6 +105,11 @@ class BuildReport:
     @property
     def page_totals(self) -> PageCounts:
         return sum(self.pages.values(), PageCounts(0, 0, 0))
+
+    @property
+    def ocr_ran(self) -> bool:
+        """OCR read (or tried) the pages without a text layer in this run."""
+        return self.ocr_installed and self.ocr_mode != MODE_OFF
 
     @property
     def planned_calls(self) -> int:
@@ -138,9 +146,15 @@ class BuildReport:
             + [{"path": s.path, "reason": s.reason} for s in self.skipped_entries],
             "warnings": [{"path": w.path, "warning": w.warning} for w in self.warnings],
             "extractors": dict(sorted(self.extractors.items())),
-            # Pages of the paged documents read this run, how many by OCR, how
-            # many unreadable; per file for those with either.
+            # Pages of the paged documents read this run: from the text layer,
+            # by OCR, or left empty; per file for those with a page not from
+            # the text layer. "ocr" says whether OCR could read the empty ones.
             "pages": self.page_totals.as_dict(),
+            "ocr": {
+                "requested": self.ocr_mode,
+                "installed": self.ocr_installed,
+                "in_effect": self.ocr_mode if self.ocr_ran else MODE_OFF,
+            },
             "ocr_files": {path: c.as_dict() for path, c in sorted(self.pages.items()) if c.describe()},
             "done_elsewhere": self.done_elsewhere,
         }

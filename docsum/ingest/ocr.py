@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-# What the user installs; every message about missing OCR names it.
+# What the user installs; every message about missing OCR names it, and the
+# command that installs it (the one docs/ocr.md and the other extras' messages use).
 OCR_EXTRA = "docsum[ocr]"
+OCR_INSTALL = f"pip install '{OCR_EXTRA}'"
 MODE_AUTO, MODE_OFF, MODE_FORCE = "auto", "off", "force"
 MODES = (MODE_AUTO, MODE_OFF, MODE_FORCE)
 # The document kinds (docsum.ingest.formats) whose text OCR may change.
@@ -85,15 +87,40 @@ class PageCounts:
     def __add__(self, other: PageCounts) -> PageCounts:
         return PageCounts(self.pages + other.pages, self.ocr + other.ocr, self.unreadable + other.unreadable)
 
-    def describe(self) -> str:
-        """ "12 of 40 pages by OCR, 1 unreadable"; '' when every page had a text layer."""
+    @property
+    def text_layer(self) -> int:
+        return self.pages - self.ocr - self.unreadable
+
+    def describe(self, ocr_ran: bool | None = None) -> str:
+        """How the pages were read, for a person; '' when every page had a text layer.
+
+        ``ocr_ran``: OCR was there to read the pages without text (True), or
+        was not (False: not installed, or ``--ocr off``); None when not known
+        (a stored document). A page left empty is "unreadable" only when OCR
+        tried it: otherwise it merely had no text layer, and saying "by OCR"
+        of a machine without OCR misleads."""
         if not (self.ocr or self.unreadable):
             return ""
-        unreadable = f", {self.unreadable} unreadable" if self.unreadable else ""
-        return f"{self.ocr} of {self.pages} page{'s' if self.pages != 1 else ''} by OCR{unreadable}"
+        of = f" of {self.pages} page{'s' if self.pages != 1 else ''}"
+        if self.ocr:
+            unreadable = f", {self.unreadable} unreadable" if self.unreadable else ""
+            return f"{self.ocr}{of} by OCR{unreadable}"
+        if ocr_ran:
+            return f"{self.unreadable}{of} unreadable: no readable text layer, and OCR found no text"
+        return f"{self.unreadable}{of} with no readable text layer, left empty"
 
     def as_dict(self) -> dict[str, int]:
-        return {"pages": self.pages, "ocr": self.ocr, "unreadable": self.unreadable}
+        """The counts, named by what they count. ``ocr`` and ``unreadable``
+        are the names earlier versions used, kept for the scripts that read
+        them: the same numbers as ``read_by_ocr`` and ``no_text``."""
+        return {
+            "pages": self.pages,
+            "text_layer": self.text_layer,
+            "read_by_ocr": self.ocr,
+            "no_text": self.unreadable,
+            "ocr": self.ocr,
+            "unreadable": self.unreadable,
+        }
 
 
 def ocr_pages(origins: str, pages: tuple[int, ...]) -> tuple[int, ...]:
@@ -108,7 +135,7 @@ def installed() -> bool:
 
 def missing_reason() -> str:
     """The end of a message for a file that needs OCR when it is not installed."""
-    return f"install {OCR_EXTRA} to read it with OCR, or list it in .docsumignore"
+    return f"to read it with OCR, install the OCR extra ({OCR_INSTALL}); to skip it, list it in .docsumignore"
 
 
 def wanted(mode: str) -> bool:

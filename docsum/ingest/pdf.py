@@ -205,7 +205,7 @@ def _text_layer(path: Path, data: bytes, ocr: str) -> LoadedDocument:
 
 def _no_text(ocr: str) -> str:
     if ocr == MODE_OFF:
-        return f"{NO_TEXT} (--ocr off)"
+        return f"{NO_TEXT}; not read by OCR (--ocr off); to skip it, list it in .docsumignore"
     return f"{NO_TEXT}; {missing_reason()}"
 
 
