@@ -22,16 +22,21 @@ from dataclasses import dataclass
 
 # One token of a figure cell: "$", "1,234", "(1,199)", "642.0", "%", "(1.3)%", "—".
 _CELL_TOKEN = re.compile(r"\$|%|\)%?|\(?-?\$?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[—–]")
+_DASHES = ("—", "–")
 _CELL_SPLIT = re.compile(r"\t|\s{2,}")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
-_UNITS = re.compile(r"\(\s*(?:dollars |amounts )?in (millions|billions|thousands)\b[^)]*\)", re.IGNORECASE)
+_UNITS = re.compile(r"\(\s*(?:dollars |amounts )?in (millions|billions|thousands)\b[^)]*(?:\)|$)", re.IGNORECASE)
 _FOOTNOTE = re.compile(r"^\(\d\)$")
 _CHANGE = re.compile(r"^(?:%\s*)?change$", re.IGNORECASE)
+_CHANGE_WORD = re.compile(r"\bchange\b", re.IGNORECASE)
 # A heading above a year line: "Three Months Ended", "Six Months Ended
 # December 31,", "December 31,", "June 30," (a date heading).
 _GROUP = re.compile(r"(?:months|weeks|quarter|year)s? ended|^[A-Z][a-z]+ \d{1,2},?$", re.IGNORECASE)
 _ENDED = re.compile(r"(?:months|weeks|quarter|year)s? ended", re.IGNORECASE)
 _DATE_LINE = re.compile(r"^[A-Z][a-z]+ \d{1,2},?$")
+# A label cut before a year of its own text: it ends in a month and day or
+# a word that cannot end one ("and", "of", "through").
+_LABEL_GOES_ON = re.compile(r"(?:\b[A-Z][a-z]+ \d{1,2},|\b(?:and|or|of|to|through|from|the|in|for|as of))\s*$")
 # Columns after the dated ones that a quote leaves out ("% Change").
 MAX_UNDATED_COLUMNS = 2
 # How far above a row its headings may be: a table's rows and headings.
@@ -62,7 +67,12 @@ def parse_row(line: str) -> Row | None:
             values[-1] += token  # "$ 607" is one cell, "14.2 %" another
         else:
             values.append(token)
-    values = [v for v in values if any(c.isdigit() for c in v) or v in ("—", "–")]
+    # "$ —" is a cell too: kept so each value stays under its column, but
+    # whether a line is a row is decided without it, as before (summaries
+    # read rows through is_row; a line of dashes alone is none).
+    cells = [v.lstrip("$") if v.lstrip("$") in _DASHES else v for v in values]
+    cells = [v for v in cells if any(c.isdigit() for c in v) or v in _DASHES]
+    values = [v for v in values if any(c.isdigit() for c in v) or v in _DASHES]
     if not values or not label or not any(c.isalpha() for c in label) or len(label.split()) > 14:
         return None
     if label[0].isdigit() or label[0] in "$(—–":
@@ -72,7 +82,7 @@ def parse_row(line: str) -> Row | None:
     # "in 2022 and 2021" is prose ending in years, not a row of them.
     if all(_YEAR.match(v) for v in values) and len(values) <= 2 and label[-1:].islower():
         return None
-    return Row(label, tuple(values))
+    return Row(label, tuple(cells))
 
 
 def is_row(line: str) -> bool:
@@ -120,18 +130,69 @@ def _column_headings(lines: list[str], at: int, count: int) -> tuple[list[str], 
                 return marked, unit or _unit_above(lines, back)
         if not _heading_cells(cells):
             continue
-        if len(cells) > count and _UNITS.search(cells[0]) or len(cells) == count + 1 and not is_row(line):
-            headings = _periods_above(lines, back, count) or cells[-count:]
-            continue
-        if len(cells) == count and not is_row(line) and count > 1:
-            headings = _periods_above(lines, back, count) or cells
+        if _UNITS.search(cells[0]) and len(cells) > count + 1:
+            if all(_PERIOD_CELL.match(c) for c in cells[-count:]) and len(set(cells[-count:])) == count:
+                headings = cells[-count:]  # figures under the periods, after a column of words
+                continue
+            # More headings than figures: the row leaves cells blank, and
+            # which figure is under which heading cannot be told.
+            return [], unit or _unit_above(lines, back)
+        if (
+            len(cells) == count + 1
+            and (_UNITS.search(cells[0]) or not is_row(line))
+            or (len(cells) == count and not is_row(line) and count > 1)
+        ):
+            headings = _periods_above(lines, back, count) or _dated_then_undated(cells[-count:])
+            headings = headings or _stacked(lines, back, cells[-count:])
+            if not headings:
+                return [], unit or _unit_above(lines, back)
     return headings[-count:] if len(headings) >= count else [], unit
+
+
+def _dated_then_undated(cells: list[str]) -> list[str]:
+    """Dated columns, then others ("July 30, 2023   April 30, 2023   Change
+    Change"): the dates, and "" for the others (left out of the quote, as
+    a "% Change" column is); else []."""
+    dated = 0
+    while dated < len(cells) and _PERIOD_CELL.match(cells[dated]):
+        dated += 1
+    if not 0 < dated < len(cells) or not all(_CHANGE_WORD.search(c) for c in cells[dated:]):
+        return []
+    return [*cells[:dated], *[""] * (len(cells) - dated)]
+
+
+def _stacked(lines: list[str], at: int, cells: list[str]) -> list[str]:
+    """Column headings written over several lines ("Total" / "Estimated" /
+    "Fair Value"), joined column by column up to a line that is no part of
+    them (a blank, a title, the periods the columns fall under). [] when a
+    line of them has a different number of cells: which words head which
+    column cannot be told ("Common Stock   Additional   …" over "Shares
+    Amount   Capital …"), and fragments ("Capital") would mislead."""
+    headings = list(cells)
+    if any(_PERIOD_CELL.match(c) for c in cells):
+        return headings  # years or dates ("2024   2025   Thereafter   Total"): what is above groups them
+    for back in range(at - 1, max(-1, at - 6), -1):
+        line = lines[back].strip()
+        above = _cells(line)
+        if above and _UNITS.search(above[0]):
+            above = above[1:]
+        if not above or len(above) == 1 or _prose(line) or is_row(line) or not _heading_cells(above):
+            break
+        if all(_PERIOD_CELL.match(c) or _GROUP.search(c) for c in above):
+            break  # the periods over the columns, not part of their names
+        if len(above) < len(headings) and len(headings) % len(above) == 0:
+            break  # headings over groups of columns ("Fair Value Measured and   Fair Value Measured and")
+        if len(above) != len(headings):
+            return []
+        headings = [f"{a} {h}" for a, h in zip(above, headings)]
+    return headings
 
 
 # A column heading that names a period: "Q2 2023", "YTD 2022", "Jul 1, 2023", "2023".
 _PERIOD_CELL = re.compile(
     r"^(?:(?:Q[1-4]|YTD|FY|H[12]|Fiscal)\s?(?:19|20)\d\d|(?:19|20)\d\d|[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d)$"
 )
+_PERIOD_CODE = re.compile(r"^(?:Q[1-4]|YTD|FY|H[12]|Fiscal)\s?(?:19|20)\d\d$")
 # A column a quote leaves out: the second column of a period ("% of Net Revenue" beside "Amount").
 SKIPPED = "\x00"
 
@@ -148,9 +209,15 @@ def _periods_above(lines: list[str], at: int, count: int) -> list[str]:
         if not cells or len(cells) >= count or count % len(cells) or not all(_PERIOD_CELL.match(c) for c in cells):
             continue
         groups = above[k + 1] if k + 1 < len(above) else []
-        if groups and len(cells) % len(groups) == 0 and all(_GROUP.search(g) for g in groups):
+        # "Q1 2023" names its period: "three months ended Q1 2023" reads wrong.
+        named = any(_PERIOD_CODE.match(c) for c in cells)
+        if groups and not named and len(cells) % len(groups) == 0 and all(_GROUP.search(g) for g in groups):
             per_group = len(cells) // len(groups)
             cells = [f"{groups[i // per_group]} {c}" if i % per_group == 0 else c for i, c in enumerate(cells)]
+        elif groups and named and len(cells) % len(groups) == 0 and all(_GROUP.search(g) for g in groups):
+            # Only the first group is quoted: the columns after it are left out.
+            per_group = len(cells) // len(groups)
+            cells = [c if i < per_group else "" for i, c in enumerate(cells)]
         per = count // len(cells)
         return [cells[j // per] if j % per == 0 else SKIPPED for j in range(count)]
     return []
@@ -170,9 +237,13 @@ def _years_and_changes(lines: list[str], at: int, cells: list[str], count: int) 
     """Headings from a line of years with a change column after each group
     ("2023   2022   Change   2023   2022   Change"): the years with their
     groups, "" for the change columns (left out of the quote); else []."""
-    if len(cells) != count or not all(_YEAR.match(c) or _CHANGE.match(c) for c in cells):
+    if not all(_YEAR.match(c) or _CHANGE.match(c) for c in cells):
         return []
     years = [c for c in cells if _YEAR.match(c)]
+    if len(cells) > count and len(years) == count:
+        return _with_groups(lines, at, years)  # the row leaves its change cells blank
+    if len(cells) != count:
+        return []
     if not 2 <= len(years) < count:
         return []
     heads = iter(_with_groups(lines, at, years))
@@ -196,7 +267,20 @@ def _heading_cells(cells: list[str]) -> bool:
     ("(In millions, except percentages)   September 30,   Change")."""
     if all(c.upper() == c for c in cells):
         return False  # a part or section title ("PART II.   OTHER INFORMATION")
+    if any(_figure_cell(c) for c in cells):
+        return False  # a row whose label the row reader does not take ("(Gains) losses   (1,072)   —")
     return not any(c.isdigit() and len(c) <= 3 for c in cells) and not any(_UNITS.search(c) for c in cells[1:])
+
+
+def _figure_cell(cell: str) -> bool:
+    """A cell that is a figure ("(1,072)", "70.1 %", "5.5 pts", "—"), not a
+    heading; a year ("2023") is a heading."""
+    first = cell.split()[0]
+    return (
+        bool(_CELL_TOKEN.fullmatch(first))
+        and not _YEAR.match(first)
+        and (first in _DASHES or any(c.isdigit() for c in first))
+    )
 
 
 def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:
@@ -205,12 +289,20 @@ def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:
     date a column ("July 1,   June 25,   July 1,   June 25,") under a line of
     groups ("Three Months Ended   Nine Months Ended")."""
     above: list[str] = []
+    side_by_side: list[str] = []
     for back in range(at - 1, max(-1, at - 8), -1):
         line = " ".join(lines[back].split())
-        if not line or not _GROUP.search(line):
+        if not line or not _GROUP.search(line) or _prose(line):
+            break  # a sentence ("… for the twelve months ended September 30, 2021 and 2022 (in millions):") is no heading
+        cells = _cells(lines[back])
+        if len(cells) > 1:
+            # Groups side by side ("Three Months Ended   Nine Months Ended"),
+            # each over the lines collected below them.
+            if all(_ENDED.search(c) for c in cells):
+                side_by_side = cells
             break
         above.insert(0, line)
-    if not above:
+    if not above and not side_by_side:
         return _under_cells(lines, at, years)
     groups: list[str] = []
     for line in above:
@@ -218,11 +310,19 @@ def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:
             groups[-1] = f"{groups[-1]} {line}"
         else:
             groups.append(line)
+    if side_by_side:
+        groups = [" ".join([c, *groups]) for c in side_by_side]
     groups = [g.rstrip(" ,") for g in groups]
     if groups and len(years) % len(groups) == 0:
         per = len(years) // len(groups)
         return [f"{groups[i // per]}, {y}" if i % per == 0 else y for i, y in enumerate(years)]
     return years
+
+
+def _prose(line: str) -> bool:
+    """A line of a sentence, not a heading: it starts in lower case, ends a
+    sentence or a lead-in, or runs long."""
+    return line[:1].islower() or line.endswith((".", ":")) or len(line.split()) > 12
 
 
 def _under_cells(lines: list[str], at: int, years: list[str]) -> list[str]:
@@ -302,6 +402,24 @@ def _with_unit(value: str, unit: str) -> str:
     return f"{value} {unit}"
 
 
+def _label_and_values(line: str, row: Row) -> tuple[str, list[str]]:
+    """The row's label and figures, with the figures of its label's cells
+    given back to the label when cells are spaced apart: "Commercial paper
+    Level 2   $ 2,500 …" is labelled "Commercial paper Level 2", "Outstanding
+    as of December 31, 2021   279.9" is "Outstanding as of December 31, 2021"."""
+    cells = _cells(line)
+    for k in range(1, len(cells)):
+        if all(_CELL_TOKEN.fullmatch(t) for c in cells[k:] for t in c.split()):
+            tail = parse_row(" ".join(["x", *cells[k:]]))
+            if tail is not None and len(tail.values) < len(row.values):
+                label = " ".join(" ".join(cells[:k]).split()).rstrip(" :.")
+                # A footnote mark ("Total net sales (4)") is no part of it.
+                label = re.sub(r"(?:\s*\(\d\))+$", "", label)
+                return label, list(tail.values)
+            break
+    return row.label, list(row.values)
+
+
 def row_quote(lines: list[str], at: int) -> str | None:
     """The row at `lines[at]` as a sentence with its headings and unit, or
     None when the line is no table row."""
@@ -310,10 +428,25 @@ def row_quote(lines: list[str], at: int) -> str | None:
         # A heading ("Three Months Ended September 30,   2023   2022") is
         # read as a row (summaries leave it out so) but quoted as none.
         return None
-    values = list(row.values)
+    label, values = _label_and_values(lines[at], row)
+    if label.count("(") > label.count(")") and values[0].endswith(")") and "(" not in values[0]:
+        return None  # "Contingencies (Note 13)": the figure closes the label
+    while values and _YEAR.match(values[0]) and _LABEL_GOES_ON.search(label):
+        # "Outstanding as of December 31,   2021   279.9": the year ends the
+        # label ("… September 30, 2022 and 2021   3" ends a contents line's).
+        label = f"{label} {values.pop(0)}"
+    if not values or len(values) == 1 and re.fullmatch(r"\d{1,3}", values[0]):
+        return None  # a title and its page number: a table of contents line
     while len(values) > 1 and _FOOTNOTE.match(values[0]):
         values = values[1:]  # "Total net sales (4)   $ 82,959 …": the label's footnote, no figure
     headings, unit = _column_headings(lines, at, len(values))
+    if SKIPPED in headings and any(
+        h == SKIPPED and not (v.endswith("%") or v in _DASHES) for v, h in zip(values, headings)
+    ):
+        # Only a share of each period's figure ("% of Net Revenue") is left
+        # out; columns of their own ("Level 1   Level 2   Total") under a
+        # period cannot be told apart by the period alone.
+        headings = []
     if SKIPPED in headings:
         kept = [i for i, h in enumerate(headings) if h != SKIPPED]
         values, headings = [values[i] for i in kept], [headings[i] for i in kept]
@@ -326,7 +459,7 @@ def row_quote(lines: list[str], at: int) -> str | None:
         parts = [f"{_with_unit(v, unit)}, {_lower_first(h)}" for v, h in zip(values, headings)]
     else:
         parts = [_with_unit(v, unit) for v in values]
-    return f"{row.label}: {'; '.join(parts)}."
+    return f"{label}: {'; '.join(parts)}."
 
 
 _MONTHS = frozenset("january february march april may june july august september october november december".split())

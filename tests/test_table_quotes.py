@@ -1,0 +1,153 @@
+"""Table rows quoted with headings read from the document, or with fewer of
+them when they cannot be read reliably (docsum.tablerows). Each case is a
+layout from the SEC 10-Q filings that was quoted wrongly before."""
+
+from __future__ import annotations
+
+from docsum.tablerows import is_row, parse_row, row_quote
+
+
+def quote(text: str) -> str | None:
+    lines = text.split("\n")
+    return row_quote(lines, len(lines) - 1)
+
+
+def test_a_dollar_dash_cell_keeps_each_figure_under_its_column() -> None:
+    # Before: "Total liabilities: $2,237, Recognized; $2,237, Offset …": the
+    # "$ —" cell was dropped and every figure after it moved one column left.
+    row = parse_row("Total liabilities   $   2,237   $   —   $   2,237")
+    assert row is not None and row.values == ("$2,237", "—", "$2,237")
+    # Whether a line is a row is decided as before (summaries read it so).
+    assert not is_row("Cash   $ —   $ —")
+    text = "(In millions)   Gross   Offset   Net\nTotal liabilities   $   2,237   $   —   $   2,237"
+    assert quote(text) == "Total liabilities: $2,237 million, Gross; —, Offset; $2,237 million, Net."
+
+
+def test_a_line_of_figures_is_no_column_heading() -> None:
+    # Before: "Accounts payable: (485) million, (1,072); 1,095 million, —".
+    text = (
+        "(In Millions; Unaudited)   Oct 1, 2022   Sep 25, 2021\n"
+        "   (Gains) losses on divestitures   (1,072)   —\n"
+        "   Accounts payable   (485)   1,095"
+    )
+    assert quote(text) == "Accounts payable: (485) million, Oct 1, 2022; 1,095 million, Sep 25, 2021."
+
+
+def test_a_sentence_above_the_period_headings_is_none_of_them() -> None:
+    # Before: "Free cash flow: $2,552 million, twelve months ended September 30,
+    # 2021 and 2022 (in millions):, 2021".
+    text = (
+        "is a reconciliation of free cash flow for the trailing\n"
+        "twelve months ended September 30, 2021 and 2022 (in millions):\n"
+        "Twelve Months Ended\nSeptember 30,\n2021   2022\n"
+        "Free cash flow   $ 2,552   $ (19,686)"
+    )
+    assert (
+        quote(text)
+        == "Free cash flow: $2,552 million, twelve months ended September 30, 2021; $(19,686) million, 2022."
+    )
+
+
+def test_period_groups_side_by_side_head_their_own_years() -> None:
+    # Before: "114 million, three months ended September 30, nine months ended September 30, 2021; …".
+    text = (
+        "   Three Months Ended September 30,   Nine Months Ended September 30,\n"
+        "   2021   2022   2021   2022\n"
+        "   Interest on lease liabilities   114   85   365   280"
+    )
+    assert quote(text) == "Interest on lease liabilities: 114, three months ended September 30, 2021; 85, 2022."
+
+
+def test_headings_written_over_several_lines_are_joined_column_by_column() -> None:
+    # Before: "Cash: $10,942 million; $10,720 million; $10,720 million" (no headings).
+    text = (
+        "December 31, 2021   September 30, 2022\n"
+        "Total   Cost or   Gross   Gross   Total\n"
+        "Estimated   Amortized   Unrealized   Unrealized   Estimated\n"
+        "Fair Value   Cost   Gains   Losses   Fair Value\n"
+        "Cash   $ 10,942   $ 10,720   $ —   $ —   $ 10,720"
+    )
+    assert quote(text) == (
+        "Cash: $10,942, Total Estimated Fair Value; $10,720, Cost or Amortized Cost; —, Gross Unrealized Gains; "
+        "—, Gross Unrealized Losses; $10,720, Total Estimated Fair Value."
+    )
+
+
+def test_headings_that_cannot_be_aligned_are_left_out_rather_than_cut_to_fragments() -> None:
+    # Before: "Shares repurchased: (28) million, Shares; —, Amount; (1) million,
+    # Capital; …" and "$(546) million, Instruments; $(712) million, Pledged".
+    equity = (
+        "Common Stock   Additional   Accumulated Other   Total\n"
+        "Outstanding   Paid-in   Treasury   Comprehensive   Retained   Shareholders'\n"
+        "(In millions, except per share data)   Shares   Amount   Capital   Stock   Income (Loss)   Earnings   Equity\n"
+        "Shares repurchased   (28)   —   (1)   —   —   (3,646)   (3,647)"
+    )
+    assert quote(equity) == "Shares repurchased: (28) million; —; (1) million; —; —; (3,646) million; (3,647) million."
+    netting = (
+        "   Gross Amounts   Offset in the   Presented in the   Financial   Received or\n"
+        "(In Millions)   Recognized   Balance Sheet   Balance Sheet   Instruments   Pledged   Net Amount\n"
+        "Total liabilities   $   1,337   $   —   $   1,337   $   (546) $   (712) $   79"
+    )
+    assert quote(netting) == (
+        "Total liabilities: $1,337 million; —; $1,337 million; $(546) million; $(712) million; $79 million."
+    )
+    # More headings than figures: a blank cell, and no telling which is which.
+    blanks = "(In Millions)   Level 1   Level 2   Level 3   Total\nCash   500   500"
+    assert quote(blanks) == "Cash: 500 million; 500 million."
+
+
+def test_dated_columns_are_quoted_and_the_change_columns_after_them_left_out() -> None:
+    # Before: "Operating expenses: $2,662, 70.1 %; $2,508, 64.6 %; …; 6%, 5.5 pts".
+    text = (
+        "   Three Months Ended\n"
+        "   Quarter-over-Quarter   Year-over-Year\n"
+        "   July 30, 2023   April 30, 2023   July 31, 2022   Change   Change\n"
+        "   ($ in millions, except per share data)\n"
+        "Revenue   $   13,507   $   7,192   $   6,704   88 %   101 %\n"
+        "Gross margin   70.1 %   64.6 %   43.5 %   5.5 pts   26.6 pts\n"
+        "Operating expenses   $   2,662   $   2,508   $   2,416   6%   10 %"
+    )
+    assert quote(text) == "Operating expenses: $2,662, July 30, 2023; $2,508, April 30, 2023; $2,416, July 31, 2022."
+
+
+def test_a_row_that_leaves_its_change_cells_blank_is_read_under_the_years() -> None:
+    # Before: "Other income/(expense), net: (13) million, June 25,; 189 million, June 26,".
+    text = (
+        "   Three Months Ended   Nine Months Ended\n"
+        "   June 25,   June 26,   June 25,   June 26,\n"
+        "   2022   2021   Change   2022   2021   Change\n"
+        "Other income/(expense), net   (13)   189   (65)   585"
+    )
+    assert quote(text) == "Other income/(expense), net: (13), three months ended June 25, 2022; 189, June 26, 2021."
+
+
+def test_a_period_under_columns_of_its_own_is_no_heading_for_the_first_of_them() -> None:
+    # Before: "Total liabilities measured …: $151 million, Oct 1, 2022; $4
+    # million, Dec 25, 2021" (the Level 1 figures, as if each period's total).
+    text = (
+        "   Oct 1, 2022   Dec 25, 2021\n"
+        "(In Millions)   Level 1   Level 2   Level 3   Total   Level 1   Level 2   Level 3   Total\n"
+        "Total liabilities   $   151   $   2,075   $   89   $   2,315   $   4   $   525   $   —   $   529"
+    )
+    assert quote(text) == (
+        "Total liabilities: $151 million; $2,075 million; $89 million; $2,315 million; "
+        "$4 million; $525 million; —; $529 million."
+    )
+
+
+def test_contents_lines_are_never_rows_and_a_labels_own_figures_stay_in_it() -> None:
+    # Before: "a) Income Statements for the Three Months Ended September 30,
+    # 2023 and: 2022, Item 1.; 3, Financial Statements".
+    above = "Item 1.   Financial Statements\n"
+    assert quote(above + "a) Income Statements for the Three Months Ended September 30, 2023 and 2022   3") is None
+    assert quote(above + "c) Balance Sheets as of September 30, 2022 and June 30, 2022 5") is None
+    assert quote(above + "Disclosure Pursuant to Section 13(r) of the Securities Exchange Act of 1934   44") is None
+    assert quote("Contingencies (Note 13)") is None
+    # Before: "Outstanding as of December 31,: 2021 million, …" and
+    # "Commercial paper Level: 2 million, Level; …".
+    assert quote("Outstanding as of December 31, 2021   279.9   $   134") == (
+        "Outstanding as of December 31, 2021: 279.9; $134."
+    )
+    assert quote("(In millions)   Cost   Value\nCommercial paper   Level 2   2,500   2,498") == (
+        "Commercial paper Level 2: 2,500 million, Cost; 2,498 million, Value."
+    )
