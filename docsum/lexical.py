@@ -83,7 +83,11 @@ def _word_terms(word: str) -> tuple[str, ...]:
 
 
 # Not after an initial: "James K. Polk", "G. Stanley Hall" are one name.
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])(?<!\s[A-Z]\.)(?<!^[A-Z]\.)[\"'”’)\]]*\s+|\n\s*\n|(?<=[。！？])")
+# I, V and X are Roman numerals as often ("PART I. FINANCIAL INFORMATION"):
+# filings read so summarize worse (SEC PDF recall@3 0.742 -> 0.725).
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?。！？])(?<!\s[A-HJ-UWYZ]\.)(?<!^[A-HJ-UWYZ]\.)[\"'”’)\]]*\s+|\n\s*\n|(?<=[。！？])"
+)
 
 
 # A "sentence" longer than this with line breaks inside is a table or a list,

@@ -420,6 +420,66 @@ def _label_and_values(line: str, row: Row) -> tuple[str, list[str]]:
     return row.label, list(row.values)
 
 
+# A line heading a group of a table's rows: a few words, one cell, no
+# figure ("Revenue", "North America", "AWS", "Cost of revenue:").
+MAX_GROUP_WORDS = 6
+_NOT_A_GROUP = re.compile(r"^(?:part|item|note|table of contents|page)\b|\d", re.IGNORECASE)
+
+
+def _group_above(lines: list[str], at: int) -> str:
+    """The heading of the group of rows `lines[at]` is in, when one sits
+    above them with nothing but rows and blank lines between: "Revenue" and
+    "Operating Income" over the same three segments, "North America" and
+    "AWS" over "Net sales". "" when there is none (the rows run up to their
+    column headings or to a sentence)."""
+    below: Row | None = None
+    for back in range(at - 1, max(-1, at - MAX_HEADING_DISTANCE), -1):
+        line = " ".join(lines[back].split())
+        if not line:
+            continue
+        row = parse_row(lines[back])
+        if row is not None:
+            if all(_YEAR.match(v) for v in row.values):
+                return ""  # the column headings: the rows have no group heading
+            below = row
+            continue
+        if below is not None and below.label[:1].islower():
+            return ""  # the first line of a label wrapped over two ("Research and / development expenses")
+        name = line.rstrip(":")
+        if (
+            len(_cells(lines[back])) == 1
+            and len(name.split()) <= MAX_GROUP_WORDS
+            and name[:1].isupper()
+            and not name.endswith((".", ","))
+            and not _NOT_A_GROUP.search(name)
+            and not _UNITS.search(name)
+            and not _GROUP.search(name)
+        ):
+            return name
+        return ""
+    return ""
+
+
+def _share_of(lines: list[str], at: int) -> str:
+    """For a "% of net revenue" row, the label of the row above it, whose
+    share it gives; "" when the line above is no row."""
+    if at == 0 or (above := parse_row(lines[at - 1])) is None:
+        return ""
+    label, _ = _label_and_values(lines[at - 1], above)
+    return _wrapped(lines, at - 1, label)
+
+
+def _wrapped(lines: list[str], at: int, label: str) -> str:
+    """A label that starts in lower case with its first line put back
+    ("Research and" above "development expenses   $ 1,945 …")."""
+    if not label[:1].islower() or at == 0:
+        return label
+    above = " ".join(lines[at - 1].split())
+    if above and parse_row(lines[at - 1]) is None and len(_cells(lines[at - 1])) == 1 and not _prose(above):
+        return f"{above} {label}"
+    return label
+
+
 def row_quote(lines: list[str], at: int) -> str | None:
     """The row at `lines[at]` as a sentence with its headings and unit, or
     None when the line is no table row."""
@@ -429,6 +489,7 @@ def row_quote(lines: list[str], at: int) -> str | None:
         # read as a row (summaries leave it out so) but quoted as none.
         return None
     label, values = _label_and_values(lines[at], row)
+    label = _wrapped(lines, at, label)
     if label.count("(") > label.count(")") and values[0].endswith(")") and "(" not in values[0]:
         return None  # "Contingencies (Note 13)": the figure closes the label
     while values and _YEAR.match(values[0]) and _LABEL_GOES_ON.search(label):
@@ -454,6 +515,9 @@ def row_quote(lines: list[str], at: int) -> str | None:
         # The columns after a group's years ("% Change") end its first group.
         end = headings.index("")
         values, headings = values[:end], headings[:end]
+    group = _share_of(lines, at) if label.startswith("%") else _group_above(lines, at)
+    if group and group.lower() not in label.lower():
+        label = f"{label} ({group})"
     if headings:
         values, headings = _first_group(values, headings)
         parts = [f"{_with_unit(v, unit)}, {_lower_first(h)}" for v, h in zip(values, headings)]

@@ -151,3 +151,79 @@ def test_contents_lines_are_never_rows_and_a_labels_own_figures_stay_in_it() -> 
     assert quote("(In millions)   Cost   Value\nCommercial paper   Level 2   2,500   2,498") == (
         "Commercial paper Level 2: 2,500 million, Cost; 2,498 million, Value."
     )
+
+
+SEGMENTS = """Segment revenue and operating income were as follows during the periods presented:
+
+(In millions)
+
+Three Months Ended September 30,   2023   2022
+Revenue
+
+Boats and Trailers   $   18,592   $   16,465
+Personal Engines   13,666   13,332
+
+   Total   $   32,258   $   29,797
+Operating Income
+
+Boats and Trailers   $   9,970   $   8,323
+Personal Engines   5,174   4,217
+"""
+
+
+def test_a_row_under_a_group_heading_is_quoted_with_it() -> None:
+    # Before: "Personal Engines: 5,174 million, …" said nothing of whether
+    # 5,174 was revenue or operating income, and "Total: …" total of what.
+    lines = SEGMENTS.split("\n")
+    assert row_quote(lines, lines.index("Personal Engines   13,666   13,332")) == (
+        "Personal Engines (Revenue): 13,666 million, three months ended September 30, 2023; 13,332 million, 2022."
+    )
+    assert row_quote(lines, lines.index("   Total   $   32,258   $   29,797")).startswith("Total (Revenue): $32,258")
+    assert row_quote(lines, lines.index("Personal Engines   5,174   4,217")).startswith(
+        "Personal Engines (Operating Income): 5,174 million"
+    )
+    # Rows right under their column headings have no group.
+    text = "(In millions)\nThree Months Ended September 30,   2023   2022\nBoats   $   5,100   $   4,800"
+    assert quote(text) == "Boats: $5,100 million, three months ended September 30, 2023; $4,800 million, 2022."
+
+
+def test_a_question_naming_a_segment_leads_with_its_row() -> None:
+    # Before: "Personal Engines" is a name in the question, and a name's
+    # words did not count toward a row label's bonus: "Total" led.
+    from docsum.models.extractive import ExtractiveLLM
+
+    answer = ExtractiveLLM().answer(
+        "How much of Acme's total revenue came from its Personal Engines segment?",
+        f"[1] (source: report.txt)\n{SEGMENTS}",
+    )
+    assert answer.startswith("Personal Engines (Revenue): 13,666 million"), answer
+
+
+WRAPPED = """Operating Expenses
+   Three Months Ended
+   October 30,   October 31,
+   2022   2021
+Research and
+development expenses $   1,945   $   1,403
+% of net revenue   33 %   20 %
+ Total operating
+ expenses   $   2,576   $   1,960
+"""
+
+
+def test_a_label_wrapped_over_two_lines_is_read_whole_and_a_share_row_names_whose() -> None:
+    # Before: "development expenses (Research and): $1,945 …" (the label's
+    # first line read as a group heading) and "% of net revenue: 33%, …".
+    lines = WRAPPED.split("\n")
+    quotes = [row_quote(lines, i) for i in range(len(lines))]
+    assert (
+        "Research and development expenses: $1,945, three months ended October 30, 2022; $1,403, October 31, 2021."
+        in quotes
+    ), quotes
+    assert (
+        "% of net revenue (Research and development expenses): 33%, three months ended October 30, 2022; 20%, October 31, 2021."
+        in (quotes)
+    ), quotes
+    assert (
+        "Total operating expenses: $2,576, three months ended October 30, 2022; $1,960, October 31, 2021." in quotes
+    ), quotes

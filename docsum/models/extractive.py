@@ -482,7 +482,9 @@ def _select(
             # asked for (an amount, a date) beats one that repeats the names.
             score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _holds(kind, text, asked_names))
         if focused:
-            score += row_label_bonus(text, {t: weight[t] for t in q - names})
+            # A row's label may be one of the question's names (the
+            # "Personal Computing" segment): there they count in full.
+            score += row_label_bonus(text, {t: idf.get(t, 1.0) for t in q})
             length = len(text.split())
             if length > LONG_UNIT_WORDS:
                 score *= LONG_UNIT_WORDS / length
