@@ -423,6 +423,8 @@ def _label_and_values(line: str, row: Row) -> tuple[str, list[str]]:
 # A line heading a group of a table's rows: a few words, one cell, no
 # figure ("Revenue", "North America", "AWS", "Cost of revenue:").
 MAX_GROUP_WORDS = 6
+# "Reported as", "Research and": a phrase cut before its end heads nothing.
+_ENDS_MIDWAY = re.compile(r"\b(?:and|or|of|as|the|for|in|to|by|with|from|at|on)$", re.IGNORECASE)
 _NOT_A_GROUP = re.compile(r"^(?:part|item|note|table of contents|page)\b|\d", re.IGNORECASE)
 
 
@@ -454,6 +456,7 @@ def _group_above(lines: list[str], at: int) -> str:
             and not _NOT_A_GROUP.search(name)
             and not _UNITS.search(name)
             and not _GROUP.search(name)
+            and not _ENDS_MIDWAY.search(name)
         ):
             return name
         return ""

@@ -227,3 +227,49 @@ def test_a_label_wrapped_over_two_lines_is_read_whole_and_a_share_row_names_whos
     assert (
         "Total operating expenses: $2,576, three months ended October 30, 2022; $1,960, October 31, 2021." in quotes
     ), quotes
+
+
+CASH_FLOW_STATEMENT = """(In millions)
+   Nine Months Ended
+   October 30,   October 31,
+   2022   2021
+Cash flows from operating activities:
+Net income   $   2,954   $   6,749
+Depreciation and amortization   1,174   773
+
+Our operating cash flow was $3.4 billion in the first nine months of fiscal year 2023, down from $6.1 billion.
+"""
+SHARES_AND_FIGURES = """Three Months Ended
+   April 30,   May 1,
+   2023   2022
+% of net revenue (Total operating expenses)   34.9 %   42.9 %
+Total revenue   $   7,192   $   8,288
+"""
+
+
+def test_a_groups_words_do_not_make_a_row_the_answer() -> None:
+    # Before: "Net income (Cash flows from operating activities)" led an
+    # answer on operating cash flow: the group's words matched, not the row's.
+    from docsum.models.extractive import ExtractiveLLM
+
+    answer = ExtractiveLLM().answer(
+        "What was Acme's operating cash flow in the first nine months?",
+        f"[1] (source: report.txt)\n{CASH_FLOW_STATEMENT}",
+    )
+    assert answer.startswith("Our operating cash flow was $3.4 billion"), answer
+
+
+def test_a_row_of_percentages_answers_only_a_question_about_a_share() -> None:
+    from docsum.models.extractive import ExtractiveLLM
+
+    context = f"[1] (source: report.txt)\n{SHARES_AND_FIGURES}"
+    # Before: "% of net revenue …" led for "total net sales" on "net" and "revenue".
+    answer = ExtractiveLLM().answer("How has Acme's total net sales trended?", context)
+    assert answer.startswith("Total revenue: $7,192, three months ended April 30, 2023"), answer
+    answer = ExtractiveLLM().answer("What were Acme's operating expenses as a percentage of net revenue?", context)
+    assert answer.startswith("% of net revenue"), answer
+
+
+def test_a_heading_cut_midway_heads_no_group() -> None:
+    text = "Reported as\n\nOther current assets   243   0\nOther current liabilities   0   (188 )"
+    assert quote(text) is not None and not quote(text).startswith("Other current liabilities (Reported as)")

@@ -122,22 +122,45 @@ def answer_terms(text: str) -> list[str]:
     return [_SAID_AS.get(f, f) for f in map(folded, terms(text))]
 
 
-def row_label_bonus(text: str, asked: dict[str, float]) -> float:
+# The group a quote names after its label ("More Personal Computing
+# (Revenue)", docsum.tablerows): it says which table part, not which figure.
+_GROUP = re.compile(r"^(?P<own>.*\S) \((?P<group>[^()]+)\)$")
+# A question about a share, a rate or a margin is answered by a row of
+# percentages; any other question is not ("% of net revenue" for "total
+# net sales").
+_ASKS_SHARE = re.compile(r"%|percent|\bshare\b|\bratio\b|\brate\b|\bmargin\b|proportion", re.IGNORECASE)
+
+
+def asks_share(question: str) -> bool:
+    return bool(_ASKS_SHARE.search(question))
+
+
+def row_label_bonus(text: str, asked: dict[str, float], shares: bool = False) -> float:
     """ROW_LABEL_BONUS for a table row whose label the question names, more
     the more of the label it names and the more of the question's weight the
-    label holds (a rare word such as "inventories" counts more than
-    "total"); 0 for anything else. Words a question and a table use for the
-    same figure ("sales" and "revenue") match."""
+    label and its group hold (a rare word such as "inventories" counts more
+    than "total"); 0 for anything else, and for a row of percentages unless
+    `shares` (the question asks for one). Words a question and a table use
+    for the same figure ("sales" and "revenue") match."""
     row = _ROW_QUOTE.match(text)
     if row is None or not asked:
         return 0.0
-    label = {_LABEL_SYNONYMS.get(t, t) for t in answer_terms(row.group("label"))} - _PERIOD_TERMS
+    parts = text[row.end() :].rstrip(".").split("; ")
+    if not shares and all(p.split(",")[0].strip().endswith("%") for p in parts):
+        return 0.0
+    grouped = _GROUP.match(row.group("label"))
+    own_text, group_text = grouped.group("own", "group") if grouped else (row.group("label"), "")
     weights: dict[str, float] = {}
     for t, w in asked.items():
         key = _LABEL_SYNONYMS.get(t, t)
         weights[key] = max(w, weights.get(key, 0.0))
-    named = label & weights.keys()
-    if not label or not named or len(named) / len(label) < MIN_LABEL_PRECISION:
+
+    def words(label: str) -> set[str]:
+        return {_LABEL_SYNONYMS.get(t, t) for t in answer_terms(label)} - _PERIOD_TERMS
+
+    own = words(own_text)
+    named = own & weights.keys()
+    if not own or not named or len(named) / len(own) < MIN_LABEL_PRECISION:
         return 0.0
-    held = sum(weights[t] for t in named) / sum(weights.values())
-    return ROW_LABEL_BONUS * math.sqrt(len(named) / len(label) * held)
+    held = sum(weights[t] for t in named | (words(group_text) & weights.keys())) / sum(weights.values())
+    return ROW_LABEL_BONUS * math.sqrt(len(named) / len(own) * held)

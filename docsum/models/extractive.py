@@ -25,6 +25,7 @@ from docsum.models.abstain import name_terms, phrase_key, question_names, says_c
 from docsum.models.answerrank import (
     LONG_UNIT_WORDS,
     answer_terms,
+    asks_share,
     folded,
     is_form_text,
     is_fragment,
@@ -454,6 +455,7 @@ def _select(
     wants_number = bool(_WANTS_NUMBER.search(query))
     wanted = [kind for kind, (asks, _) in _ANSWER_TYPES.items() if asks.search(query)]
     asked_names = set(question_names(query)) if focused else set()
+    shares = asks_share(query)
 
     scored = []
     for (pos, text), bag in zip(unique, bags):
@@ -484,7 +486,7 @@ def _select(
         if focused:
             # A row's label may be one of the question's names (the
             # "Personal Computing" segment): there they count in full.
-            score += row_label_bonus(text, {t: idf.get(t, 1.0) for t in q})
+            score += row_label_bonus(text, {t: idf.get(t, 1.0) for t in q}, shares)
             length = len(text.split())
             if length > LONG_UNIT_WORDS:
                 score *= LONG_UNIT_WORDS / length
