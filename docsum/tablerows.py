@@ -443,6 +443,8 @@ def _group_above(lines: list[str], at: int) -> str:
         if row is not None:
             if all(_YEAR.match(v) for v in row.values):
                 return ""  # the column headings: the rows have no group heading
+            if row.label.lower().startswith("total"):
+                return ""  # a group above ends at its total ("Cost of revenue:" … "Total cost of revenue")
             below = row
             continue
         if below is not None and below.label[:1].islower():

@@ -302,3 +302,14 @@ def test_cash_flows_from_operations_meet_the_operating_activities_row() -> None:
     )
     assert "Net cash provided by (used in) operating activities: $11,404 million" in answer, answer
     assert "Purchases of property" not in answer
+
+
+def test_a_cover_pages_lines_are_never_quoted() -> None:
+    from docsum.models.answerrank import is_quotable
+
+    # Before: an inventory question was answered with the registrant's address.
+    assert not is_quotable(
+        "ONE MICROSOFT WAY, REDMOND, WASHINGTON 98052-6399 (425) 882-8080 www.microsoft.com/investor"
+    )
+    assert not is_quotable("FORM 10-Q For the Quarterly Period Ended June 30, 2023 INDEX")
+    assert is_quotable("Inventories decreased to $2,500 million as we reduced orders from suppliers.")

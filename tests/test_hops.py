@@ -176,3 +176,73 @@ def test_part_of_the_questions_name_is_no_bridge(tmp_path: Path) -> None:
     code, out, err = run("ask", "Where was Harris W. Fawell born in?", "--store", store, "--explain")
     assert code == 0, err
     assert "Iron_Gate.txt" not in out and "Steve Harris" not in out, out
+
+
+def _quarterly(company: str, quarter: str, body: str) -> str:
+    return (
+        f"UNITED STATES\nFORM 10-Q\nFor the quarterly period ended {quarter}\n\n{company}\n"
+        f"(Exact name of registrant as specified in its charter)\n\n{body}\n"
+    )
+
+
+def test_a_hop_further_is_never_another_filing_of_the_same_kind(tmp_path: Path) -> None:
+    # Before: a chained question about Acme's Q2 2023 filing took in Bolt's
+    # 10-Q (it names the bridge, Larkspur Works) and Acme's Q3 2023 one as
+    # "a hop further": another company's and another quarter's filings.
+    store = _store(
+        tmp_path,
+        {
+            "2023_Q2_ACME.txt": _quarterly(
+                "Acme Corporation",
+                "June 30, 2023",
+                "Acme Corporation designs engines for small boats. "
+                "Our engines are assembled by Larkspur Works in the second quarter of 2023.",
+            ),
+            "2023_Q3_ACME.txt": _quarterly(
+                "Acme Corporation",
+                "September 30, 2023",
+                "Acme Corporation designs engines for small boats. Larkspur Works assembled fewer engines.",
+            ),
+            "2023_Q2_BOLT.txt": _quarterly(
+                "Bolt Corporation",
+                "June 30, 2023",
+                "Bolt Corporation builds trailers. "
+                "Larkspur Works, which assembles engines, was founded by Dana Reyes, its first president.",
+            ),
+        },
+    )
+    code, out, err = run(
+        "ask",
+        "Who was the first president of the company assembling Acme's engines in Q2 2023?",
+        "--store",
+        store,
+        "--explain",
+    )
+    assert "a hop further" not in err, err
+    assert "Dana Reyes" not in out and "2023_Q2_BOLT.txt" not in out
+
+
+def test_a_factor_affecting_a_company_is_no_description_of_another_thing() -> None:
+    from docsum.models.hops import is_chained
+
+    # Before: "the chief factor affecting Microsoft's …" read as a
+    # description ("the country premiering Prison Break"), and a question
+    # one filing answers was declined for want of a second hop.
+    assert not is_chained("For Q2 2023, what was the chief factor affecting Microsoft's operating income?")
+    assert is_chained("What country did the series premiering Prison Break come from?")
+
+
+def test_a_chain_quotes_no_cover_page_or_heading() -> None:
+    # Before: "FORM 10-Q For the Quarterly Period Ended June 30, 2023 INDEX"
+    # was hop 1 of a chain, quoted as the answer's first sentence.
+    question = "Who was the first president of the society which published the Journal of Quiet Studies?"
+    units = [
+        Unit(
+            "FORM 10-Q For the Journal of Quiet Studies published by the Northfield Acoustical Society, INDEX",
+            1,
+            "Journal.txt",
+        ),
+        Unit(SOCIETY.split(". ")[1] + ".", 2, "Northfield_Acoustical_Society.txt"),
+    ]
+    found = chain(question, units)
+    assert found is None or 0 not in found.hops, found

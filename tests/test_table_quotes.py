@@ -273,3 +273,17 @@ def test_a_row_of_percentages_answers_only_a_question_about_a_share() -> None:
 def test_a_heading_cut_midway_heads_no_group() -> None:
     text = "Reported as\n\nOther current assets   243   0\nOther current liabilities   0   (188 )"
     assert quote(text) is not None and not quote(text).startswith("Other current liabilities (Reported as)")
+
+
+def test_a_group_ends_at_its_total() -> None:
+    # Before: "Operating income (Cost of revenue): …": the heading of the
+    # cost rows above was taken for every row down to the end of the table.
+    text = (
+        "Cost of revenue:\n"
+        "Product   $   3,000   $   2,800\n"
+        "Total cost of revenue   4,000   3,900\n"
+        "Gross margin   6,000   5,500\n"
+        "Operating income   2,000   1,800"
+    )
+    assert quote(text) is not None and quote(text).startswith("Operating income: 2,000")
+    assert row_quote(text.split("\n"), 1).startswith("Product (Cost of revenue): $3,000")

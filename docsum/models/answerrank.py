@@ -84,9 +84,26 @@ def is_fragment(unit: str) -> bool:
     return text.endswith((",", ":")) or (first[:1].islower() and first.lower() == first)
 
 
+# A cover page's lines: the registrant's address and telephone number, the
+# form's title ("FORM 10-Q For the Quarterly Period Ended June 30, 2023").
+_COVER = re.compile(r"\(\d{3}\)\s?\d{3}-\d{4}|^form 10-[qk]\b", re.IGNORECASE)
+
+
 def is_form_text(unit: str) -> bool:
     low = unit.lower()
-    return any(cue in low for cue in _FORM_TEXT)
+    return any(cue in low for cue in _FORM_TEXT) or bool(_COVER.search(unit.strip()))
+
+
+# A unit this short that is no table row is a heading or a fragment.
+MIN_ANSWER_WORDS = 4
+
+
+def is_quotable(unit: str) -> bool:
+    """A unit an answer may quote: not a heading (short or all capitals,
+    "ITEM 1. FINANCIAL STATEMENTS"), not the form's own words
+    (`is_form_text`), not half a sentence (`is_fragment`)."""
+    text = unit.strip()
+    return not (len(text.split()) < MIN_ANSWER_WORDS or text.upper() == text or is_form_text(text) or is_fragment(text))
 
 
 def folded(term: str) -> str:

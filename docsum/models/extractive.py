@@ -27,8 +27,7 @@ from docsum.models.answerrank import (
     answer_terms,
     asks_share,
     folded,
-    is_form_text,
-    is_fragment,
+    is_quotable,
     row_label_bonus,
     spelled_out,
 )
@@ -388,8 +387,6 @@ NAME_WEIGHT = 0.5
 # skip sentences scoring below this share of the best one.
 WORDS_PER_ANSWER_SENTENCE = 27  # 80 words at the default 3 sentences
 RELATIVE_FLOOR = 0.4
-# A unit this short that is no table row is a heading or a fragment.
-MIN_ANSWER_WORDS = 4
 # The offline engine answers only when some sentence of the passages holds at
 # least this share of the question's content words; otherwise it declines.
 # Set on both evaluation corpora at once (bench/RESULTS.md, "Abstention"):
@@ -461,12 +458,8 @@ def _select(
     for (pos, text), bag in zip(unique, bags):
         if focused and _MARKUP.match(text) and text.lstrip().startswith("#"):
             continue  # a heading names a topic; it does not answer a question
-        if focused and (len(text.split()) < MIN_ANSWER_WORDS or text.upper() == text):
-            continue  # a fragment or an all-capitals heading ("ITEM 1. FINANCIAL STATEMENTS")
-        if focused and is_form_text(text):
-            continue  # a certification or an exhibit note: the form's words, no answer
-        if focused and is_fragment(text):
-            continue  # half a sentence a node boundary cut: it would be glued to the next unit
+        if focused and not is_quotable(text):
+            continue  # a heading, a form's words or half a sentence
         bonus = informative_bonus(text) if informative else 0.0
         if bonus is None:
             continue  # not prose: a heading, formula debris, a row of figures

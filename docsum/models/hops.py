@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from docsum.lexical import STOPWORDS, terms
 from docsum.models.abstain import TextKeys, is_figure, name_terms, phrase_key, question_names
+from docsum.models.answerrank import is_quotable
 
 # A capitalised phrase: "American Psychological Association", "Hank Snow",
 # "Madison, Tennessee" gives two.
@@ -90,7 +91,7 @@ _DESCRIPTIONS = (
     ),
     re.compile(rf"\b[Tt]he (?:{_W} ){{0,3}}?(?P<head>{_W}) (?:of|in|by|for|as) (?:the )?[A-Z]"),
     re.compile(rf"\b[Tt]he (?:{_W} ){{0,2}}?{_W} [A-Z][\w.-]*(?: [A-Z][\w.-]*)* (?:is|was|were|are|[a-z]+ed)\b"),
-    re.compile(rf"\b[Tt]he (?:{_W} ){{0,2}}?{_W} [a-z]+ing [A-Z]"),
+    re.compile(rf"\b[Tt]he (?:{_W} ){{0,2}}?(?P<noun>{_W}) [a-z]+ing [A-Z]"),
     re.compile(r"\b[A-Z][\w.-]*(?: [A-Z][\w.-]*)*['’]s (?:[a-z][\w-]* ){0,2}?(?P<head>[a-z][\w-]*)\b"),
 )
 # "The revenue of NVIDIA", "Apple's operating expenses" name a quantity of
@@ -109,9 +110,20 @@ _ENTITY_NOUNS = frozenset(
 )
 
 
+# Words ending like a role ("-er", "-or") that name no one: "the chief
+# factor affecting Microsoft's operating income" is asked of Microsoft.
+_NOT_ROLES = frozenset(
+    """factor factors number numbers order orders matter matters quarter quarters sector sectors error
+    errors center centers centre chapter chapters letter letters paper papers water border borders
+    power other others major minor interior exterior""".split()
+)
+
+
 def _entity(head: str | None) -> bool:
     if head is None:
         return True
+    if head in _NOT_ROLES:
+        return False
     return head in _ENTITY_NOUNS or head.endswith(("er", "or", "ers", "ors", "place", "ist"))
 
 
@@ -160,11 +172,11 @@ def asked_before(question: str) -> str | None:
     text = _NAME_OF.sub("", question)
     # The first description in the question, whichever pattern finds it.
     found = sorted(
-        (match.start(), match.end(), match.groupdict().get("head"))
+        (match.start(), match.end(), match.groupdict().get("head"), match.groupdict().get("noun"))
         for pattern in _DESCRIPTIONS
         for match in pattern.finditer(text)
     )
-    for start, end, head in found:
+    for start, end, head, noun in found:
         before = text[:start]
         if _ASKS_FOR.match(before):
             continue
@@ -172,7 +184,7 @@ def asked_before(question: str) -> str | None:
             continue
         if not before.strip() and _ASKED_AT_END.search(text):
             continue
-        if not _entity(head):
+        if not _entity(head) or noun in _NOT_ROLES:
             continue
         return before
     return None
@@ -197,7 +209,12 @@ def chain(question: str, units: list[Unit]) -> Chain | None:
     # Hop 1: a sentence naming one of the question's names, or any sentence
     # of a document about one ("She married Louis Armstrong" in
     # Lil_Hardin_Armstrong.txt).
-    first = [i for i, k in enumerate(keys) if any(k.count(n) or titles[units[i].doc].has_all(n) for n in names)]
+    quotable = [is_quotable(u.text) for u in units]
+    first = [
+        i
+        for i, k in enumerate(keys)
+        if quotable[i] and any(k.count(n) or titles[units[i].doc].has_all(n) for n in names)
+    ]
     own = set(names) | _general(units, keys)
     best: Chain | None = None
     best_rank = 0.0
@@ -212,7 +229,7 @@ def chain(question: str, units: list[Unit]) -> Chain | None:
                 continue
             seen_docs = {units[h].doc for h in hops}
             for j, unit in enumerate(units):
-                if unit.doc in seen_docs:
+                if unit.doc in seen_docs or not quotable[j]:
                     continue
                 new = (q & bags[j]) - covered
                 if not new:

@@ -211,6 +211,10 @@ def _linked(
     most = max(named.values(), default=0)
     anchors = [c for c in kept if most and named[c.doc_id] == most]
     bridges = _bridge_keys(wanted, [text_of(c) for c in anchors])
+    # Another document of the anchors' kind (another 10-Q) is about another
+    # company or period, never the next hop.
+    kinds = {_kind(c) for c in anchors} - {None}
+    passing = [c for c in passing if c.doc_id in kept_ids or _kind(c) not in kinds]
 
     def about(c: Candidate, keys: list[str]) -> bool:
         return any(titles.get(c.doc_id, TextKeys(c.path)).count(b) for b in keys)
