@@ -9,9 +9,10 @@ then runs `docsum eval QUESTIONS --answers --unanswerable --json`. It prints
 one row per revision and corpus: figure in the first 50 words, answer words
 (median / p90), wrong-entity answers, single-hop short gold in the first 50
 words, multi-hop answered without the gold, answer and abstention rates, and
-recall@3; and writes everything to bench/results/answers/<label>-<corpus>.json.
+recall@3; and writes everything to bench/results/answers/<revision>-<corpus>.json
+("after-<corpus>.json" for the working tree).
 
-    EVAL=../shared/eval/corpora python3 bench/answers.py --old 9b98219 [--skip-old] [--corpus sec-10-q]
+    EVAL=../shared/eval/corpora python3 bench/answers.py --old 9b98219 [--old REV …] [--skip-old] [--corpus sec-10-q]
 
 The SEC PDF questions are the text set's (gold .txt names resolve by stem).
 A revision's results already on disk are reused unless --force; the machine's
@@ -40,7 +41,9 @@ def checkout(rev: str, into: Path) -> Path:
     """The source of `rev`: the working tree for HEAD, else a detached worktree."""
     if rev == "HEAD":
         return REPO
-    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-f", "--detach", str(into), rev], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "-f", "--detach", str(into), rev], check=True, capture_output=True
+    )
     return into
 
 
@@ -48,8 +51,10 @@ def docsum(source: Path, home: Path, *args: str) -> subprocess.CompletedProcess[
     env = {**os.environ, "PYTHONPATH": str(source), "DOCSUM_HOME": str(home)}
     env.pop("OPENAI_API_KEY", None)
     env.pop("DOCSUM_API_KEY", None)
+    # `cli.main` from the revision's own tree: `docsum_cli` would be the
+    # installed (working tree's) command line over the old library.
     return subprocess.run(
-        [sys.executable, "-m", "docsum_cli.main", *args], env=env, cwd=source, capture_output=True, text=True
+        [sys.executable, "-m", "cli.main", *args], env=env, cwd=source, capture_output=True, text=True
     )
 
 
@@ -59,7 +64,18 @@ def measure(source: Path, corpus: str, work: Path) -> dict[str, Any]:
     if built.returncode not in (0, 3):
         raise SystemExit(f"build of {corpus} failed: {built.stderr[-500:]}")
     questions = EVAL / CORPORA[corpus] / "questions.jsonl"
-    ran = docsum(source, work / "home", "eval", str(questions), "--store", str(store), "--answers", "--unanswerable", "--details", "--json")
+    ran = docsum(
+        source,
+        work / "home",
+        "eval",
+        str(questions),
+        "--store",
+        str(store),
+        "--answers",
+        "--unanswerable",
+        "--details",
+        "--json",
+    )
     if ran.returncode != 0:
         raise SystemExit(f"eval of {corpus} failed: {ran.stderr[-500:]}")
     data: dict[str, Any] = json.loads(ran.stdout)
@@ -86,14 +102,18 @@ def row(label: str, corpus: str, data: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--old", default="9b98219", help="the revision to compare with (default: main before issue 22's second round)")
+    parser.add_argument(
+        "--old",
+        action="append",
+        help="a revision to compare with, its results kept as REV-CORPUS.json (default: 9b98219, main before issue 22's second round)",
+    )
     parser.add_argument("--skip-old", action="store_true")
     parser.add_argument("--corpus", action="append", choices=sorted(CORPORA))
     parser.add_argument("--force", action="store_true")
     args = parser.parse_args()
     print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(), file=sys.stderr)
     OUT.mkdir(parents=True, exist_ok=True)
-    revisions = ([] if args.skip_old else [("before", args.old)]) + [("after", "HEAD")]
+    revisions = ([] if args.skip_old else [(rev, rev) for rev in args.old or ["9b98219"]]) + [("after", "HEAD")]
     lines = [
         "| corpus | code | figure in first 50 words | words median / p90 | wrong entity | single-hop gold in first 50 "
         "| multi-hop answered without gold | answer / abstention rate | recall@3 |",
@@ -112,7 +132,9 @@ def main() -> None:
                     path.write_text(json.dumps(data, indent=1))
                 lines.append(row(label, corpus, data))
             if source != REPO:
-                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(source)], capture_output=True)
+                subprocess.run(
+                    ["git", "-C", str(REPO), "worktree", "remove", "--force", str(source)], capture_output=True
+                )
     print("\n".join(lines))
     print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(), file=sys.stderr)
 

@@ -313,3 +313,12 @@ def test_a_cover_pages_lines_are_never_quoted() -> None:
     )
     assert not is_quotable("FORM 10-Q For the Quarterly Period Ended June 30, 2023 INDEX")
     assert is_quotable("Inventories decreased to $2,500 million as we reduced orders from suppliers.")
+
+
+def test_a_label_matches_by_its_head_not_by_what_follows_its_of() -> None:
+    from docsum.models.answerrank import row_label_bonus
+
+    asked = {"revenu": 1.0, "sal": 1.0, "semiconductor": 1.0}
+    # "Cost of sales" is a cost: before, "sales" alone earned it the bonus.
+    assert row_label_bonus("Cost of sales: 8,140 million, Q3 2023; 8,803 million, Q3 2022.", asked) == 0.0
+    assert row_label_bonus("Net revenue: $14,158 million, Q3 2023; $15,338 million, Q3 2022.", asked) > 0.0

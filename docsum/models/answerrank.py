@@ -179,5 +179,10 @@ def row_label_bonus(text: str, asked: dict[str, float], shares: bool = False) ->
     named = own & weights.keys()
     if not own or not named or len(named) / len(own) < MIN_LABEL_PRECISION:
         return 0.0
+    # "Cost of sales" is a cost, "Proceeds of divestitures" proceeds: a
+    # question must name what the label's head word says, not only its "of".
+    head = words(own_text.split(" of ", 1)[0])
+    if head and not head & named:
+        return 0.0
     held = sum(weights[t] for t in named | (words(group_text) & weights.keys())) / sum(weights.values())
     return ROW_LABEL_BONUS * math.sqrt(len(named) / len(own) * held)
