@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import SAMPLE_DOCS, run_cli
+from helpers import NOBODY, SAMPLE_DOCS, run_cli, run_cli_as_nobody, run_python_as_nobody
 
 from docsum.errors import StoreVersionError
 from docsum.store import sqlite_schema
@@ -302,9 +302,11 @@ def test_hand_made_v1_store_migrates_with_its_rows(tmp_path: Path) -> None:
         assert s.get_document("ferry.txt") is not None
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can write a read-only file")
-def test_v1_store_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None:
-    store = tmp_path / "s.sqlite"
+def test_v1_store_that_cannot_be_written_is_a_clear_error(shared_dir: Path) -> None:
+    """Run as the unprivileged user: root writes a read-only file."""
+    folder = shared_dir / "stores"
+    folder.mkdir()
+    store = folder / "s.sqlite"
     with Store.open(store) as s:
         s.set_meta("k", 1)
     conn = sqlite3.connect(store)
@@ -312,16 +314,24 @@ def test_v1_store_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> Non
     conn.execute("PRAGMA journal_mode = DELETE")
     conn.close()
     downgrade_to_v1(store)
+    home = shared_dir / "home"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
     store.chmod(0o444)
-    tmp_path.chmod(0o555)
-    try:
-        with pytest.raises(StoreVersionError, match="cannot be upgraded here"):
-            Store.open(store, create=False, readonly=True)
-        result = run_cli("summaries", "--store", store)
-        assert result.code == 1 and "docsum build" in result.stderr and result.stderr.count("\n") == 1
-    finally:
-        tmp_path.chmod(0o755)
-        store.chmod(0o644)
+    folder.chmod(0o555)
+    opened = run_python_as_nobody(
+        "import sys\n"
+        "from docsum.errors import StoreVersionError\n"
+        "from docsum.store.sqlite import Store\n"
+        "try:\n"
+        "    Store.open(sys.argv[1], create=False, readonly=True)\n"
+        "except StoreVersionError as e:\n"
+        "    print('StoreVersionError', e)\n",
+        store,
+    )
+    assert "StoreVersionError" in opened.stdout and "cannot be upgraded here" in opened.stdout, opened
+    result = run_cli_as_nobody(home, "summaries", "--store", store)
+    assert result.code == 1 and "docsum build" in result.stderr and result.stderr.count("\n") == 1, result
     with sqlite3.connect(store) as raw:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == 1
 
