@@ -59,6 +59,37 @@ def number_passages(nodes: list[NodeWithScore]) -> list[str]:
     return [f"{passage_label(i, n.node.path, n.node.pages)}\n{n.node.text}" for i, n in enumerate(nodes, start=1)]
 
 
+# Room kept in each part of a numbered context for the label it may be given
+# (see `labelled_parts`): "[123] (source: a long file name.pdf, pp. 10–12)".
+LABEL_TOKENS = 48
+
+
+def has_labels(context: str) -> bool:
+    return _LABEL.search(context) is not None
+
+
+def labelled_parts(joined: str, parts: list[str]) -> list[str]:
+    """Parts cut from a numbered context (`joined`, in order, overlapping),
+    each that starts inside a passage headed by that passage's label: without
+    it, a part's first sentences come from no numbered passage, and an answer
+    quoting them carries no marker."""
+    labels = [(m.start(), m.group(0)) for m in _LABEL.finditer(joined)]
+    if not labels:
+        return parts
+    out: list[str] = []
+    cursor = 0
+    for part in parts:
+        at = joined.find(part, cursor)
+        if at < 0:
+            out.append(part)
+            continue
+        cursor = at
+        above = [label for start, label in labels if start <= at]
+        starts_labelled = _LABEL.match(part) is not None
+        out.append(part if starts_labelled or not above else f"{above[-1]}\n{part}")
+    return out
+
+
 def split_numbered(context: str) -> list[tuple[int | None, str]]:
     """(marker, text) for each numbered passage in a context; text before the
     first label, or a context without labels, has marker None."""

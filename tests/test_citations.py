@@ -209,3 +209,36 @@ def test_the_library_numbers_passages_when_asked() -> None:
     assert get_response_synthesizer("context_only").synthesize("q", passages).response == "The ferry crosses hourly."
     with pytest.raises(TypeError, match="numbered_pasages"):
         get_response_synthesizer("context_only", numbered_pasages=True)
+
+
+def test_a_part_of_a_context_that_starts_inside_a_passage_carries_its_label() -> None:
+    from docsum.citations import labelled_parts, split_numbered
+
+    joined = "[1] (source: a.txt)\nAlpha one. Alpha two. Alpha three.\n\n[2] (source: b.txt)\nBravo one. Bravo two."
+    parts = ["[1] (source: a.txt)\nAlpha one. Alpha two.", "Alpha two. Alpha three.", "Bravo two."]
+    labelled = labelled_parts(joined, parts)
+    # Before: the second and third parts had no label, and the sentences read
+    # from them no passage number (an answer quoting them carried no marker).
+    assert [marker for part in labelled for marker, _ in split_numbered(part)] == [1, 1, 2]
+    assert labelled[0] == parts[0]
+
+
+def test_an_answer_from_a_long_passage_split_across_prompts_cites_every_sentence(tmp_path: Path) -> None:
+    # A passage longer than the window is cut into parts; before, the parts
+    # after the first had no passage label and their sentences were quoted
+    # without a marker.
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    filler = " ".join(f"The harbour log for day {i} lists the tides and the weather." for i in range(1, 120))
+    (docs / "log.txt").write_text(
+        f"{filler}\nThe new crane on the east quay cost $2.4 million and lifts forty tonnes.\n{filler}\n"
+    )
+    store = tmp_path / "s.sqlite"
+    assert run("build", docs, "--store", store, "-q", "--chunk-size", "4000")[0] == 0
+    code, out, err = run(
+        "ask", "How much did the new crane cost?", "--store", store, "--json", "--context-window", "900"
+    )
+    assert code == 0, err
+    answer = json.loads(out)["answer"]
+    assert "$2.4 million" in answer
+    assert all(re.search(r"\[\d+\][.!?]?$", s) for s in sentences(answer)), answer

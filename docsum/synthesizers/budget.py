@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+from docsum.citations import LABEL_TOKENS, has_labels, labelled_parts
 from docsum.ingest.split import iter_split_tokens, split_tokens
 from docsum.models.llm import PER_MESSAGE_TOKENS, REPLY_PRIMER_TOKENS, LLMMetadata
 from docsum.models.prompts import PromptTemplate
@@ -73,7 +74,11 @@ class PromptBudget:
         # often enough to matter; split_tokens verifies every piece anyway).
         if len(joined) <= size * 16 and self.tokenizer.count(joined) <= size:
             return [joined]
-        return split_tokens(joined, size, int(size * self.overlap_ratio), self.tokenizer)
+        if not has_labels(joined):
+            return split_tokens(joined, size, int(size * self.overlap_ratio), self.tokenizer)
+        # Numbered passages: a part starting inside one is given its label.
+        size = max(MIN_CHUNK_TOKENS, size - LABEL_TOKENS)
+        return labelled_parts(joined, split_tokens(joined, size, int(size * self.overlap_ratio), self.tokenizer))
 
     def truncate(self, template: PromptTemplate, chunks: list[str]) -> tuple[list[str], bool]:
         """Fit all chunks into one prompt, each cut to an equal share; returns
