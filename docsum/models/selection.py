@@ -66,7 +66,7 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
         re.compile(
             r"\bwhere\b|\b(?:what|which|in what|in which) (?:country|city|state|continent|region|town)\b", re.IGNORECASE
         ),
-        # "in North Dakota", "near Paris", "of the Americas": a preposition of place before a name.
+        # "in North Dakota", "near Paris", "across the Andes": a preposition of place before a name.
         re.compile(r"\b(?:in|at|near|from|across) (?:the )?[A-Z][\w'’-]+"),
     ),
 }
