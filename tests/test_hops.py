@@ -246,3 +246,11 @@ def test_a_chain_quotes_no_cover_page_or_heading() -> None:
     ]
     found = chain(question, units)
     assert found is None or 0 not in found.hops, found
+
+
+def test_a_sentence_does_not_end_at_a_title_before_a_name() -> None:
+    # Before: "… the first Ugandan female to hold the position is Hon [1]."
+    assert sentences("The current leader is Hon. Winnie Kiiza. Dr. Sol Baptiste fixed the oven.") == [
+        "The current leader is Hon. Winnie Kiiza.",
+        "Dr. Sol Baptiste fixed the oven.",
+    ]
