@@ -168,7 +168,18 @@ def test_a_burst_of_1000_files_summarizes_each_exactly_once(folder: Path, tmp_pa
             total_added += batch["documents"]["added"]
             calls += batch["offline"]["extractive_steps"]  # offline: no LLM call, one summary step each
         assert total_added == 1000 and calls == 1000  # one summary per new file, none twice
-        assert watch.quiet_for(2.0)
+        # Events of the burst that arrive while its batch runs start one more
+        # batch (on a loaded machine): it finds every file stored and
+        # summarizes nothing again. Then the watch falls quiet.
+        late: list[dict[str, Any]] = []
+        while True:
+            try:
+                late.append(watch.batches.get(timeout=2.0))
+            except queue.Empty:
+                break
+            assert len(late) <= 2, f"the watch never fell quiet after the burst: {late}"
+        for batch in late:
+            assert added(batch) == (0, 0, 0) and batch["offline"]["extractive_steps"] == 0, batch
     assert store_count(store) == 1003
 
 
