@@ -527,7 +527,8 @@ def row_quote(lines: list[str], at: int) -> str | None:
         values, headings = _first_group(values, headings)
         parts = [f"{_with_unit(v, unit)}, {_lower_first(h)}" for v, h in zip(values, headings)]
     else:
-        parts = [_with_unit(v, unit) for v in values]
+        # Without headings an empty cell ("—") says nothing a reader can place.
+        parts = [_with_unit(v, unit) for v in values if v not in _DASHES] or ["—"]
     return f"{label}: {'; '.join(parts)}."
 
 

@@ -322,3 +322,12 @@ def test_a_label_matches_by_its_head_not_by_what_follows_its_of() -> None:
     # "Cost of sales" is a cost: before, "sales" alone earned it the bonus.
     assert row_label_bonus("Cost of sales: 8,140 million, Q3 2023; 8,803 million, Q3 2022.", asked) == 0.0
     assert row_label_bonus("Net revenue: $14,158 million, Q3 2023; $15,338 million, Q3 2022.", asked) > 0.0
+
+
+def test_a_number_in_a_label_names_no_figure_the_question_asks_for() -> None:
+    from docsum.models.answerrank import row_label_bonus
+
+    # Before: "Due after 10 years" led an answer on legal proceedings "in
+    # these 10-Qs": the label's "10" met the question's.
+    asked = {"legal": 1.0, "proceeding": 1.0, "contingency": 1.0, "10": 1.0, "qs": 1.0}
+    assert row_label_bonus("Due after 10 years: 16,646 million.", asked) == 0.0

@@ -82,14 +82,15 @@ def test_headings_that_cannot_be_aligned_are_left_out_rather_than_cut_to_fragmen
         "(In millions, except per share data)   Shares   Amount   Capital   Stock   Income (Loss)   Earnings   Equity\n"
         "Shares repurchased   (28)   —   (1)   —   —   (3,646)   (3,647)"
     )
-    assert quote(equity) == "Shares repurchased: (28) million; —; (1) million; —; —; (3,646) million; (3,647) million."
+    # Without headings the empty cells ("—") are left out too: nothing places them.
+    assert quote(equity) == "Shares repurchased: (28) million; (1) million; (3,646) million; (3,647) million."
     netting = (
         "   Gross Amounts   Offset in the   Presented in the   Financial   Received or\n"
         "(In Millions)   Recognized   Balance Sheet   Balance Sheet   Instruments   Pledged   Net Amount\n"
         "Total liabilities   $   1,337   $   —   $   1,337   $   (546) $   (712) $   79"
     )
     assert quote(netting) == (
-        "Total liabilities: $1,337 million; —; $1,337 million; $(546) million; $(712) million; $79 million."
+        "Total liabilities: $1,337 million; $1,337 million; $(546) million; $(712) million; $79 million."
     )
     # More headings than figures: a blank cell, and no telling which is which.
     blanks = "(In Millions)   Level 1   Level 2   Level 3   Total\nCash   500   500"
@@ -131,7 +132,7 @@ def test_a_period_under_columns_of_its_own_is_no_heading_for_the_first_of_them()
     )
     assert quote(text) == (
         "Total liabilities: $151 million; $2,075 million; $89 million; $2,315 million; "
-        "$4 million; $525 million; —; $529 million."
+        "$4 million; $525 million; $529 million."
     )
 
 

@@ -173,7 +173,8 @@ def row_label_bonus(text: str, asked: dict[str, float], shares: bool = False) ->
         weights[key] = max(w, weights.get(key, 0.0))
 
     def words(label: str) -> set[str]:
-        return {_LABEL_SYNONYMS.get(t, t) for t in answer_terms(label)} - _PERIOD_TERMS
+        # A number names no figure ("Due after 10 years" is not about a "10-Q").
+        return {_LABEL_SYNONYMS.get(t, t) for t in answer_terms(label) if not t.isdigit()} - _PERIOD_TERMS
 
     own = words(own_text)
     named = own & weights.keys()
