@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from docsum.citations import markers_in, split_numbered, strip_markers, with_marker
+from docsum.citations import cited_pieces, markers_in, split_numbered, strip_markers, with_marker
 from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import says_cannot_answer
@@ -299,9 +299,12 @@ def _units_of(context: str) -> tuple[list[str], list[int | None]]:
     units: list[str] = []
     marks: list[int | None] = []
     for marker, text in split_numbered(context):
+        # An earlier answer is read unit by unit as its markers close them
+        # (see cited_pieces), so each unit keeps its own passage.
+        pieces = cited_pieces(text) if marker is None else [text]
         # Whole sentences and table rows with their headings, never a cover
         # page, a contents line or a heading (docsum.layout).
-        for sentence in answer_units(text):
+        for sentence in (unit for piece in pieces for unit in answer_units(piece)):
             carried = markers_in(sentence)
             # Bracketed numbers inside a passage are the document's own
             # ("as shown in [12]"): dropped, so they cannot pass for markers.
