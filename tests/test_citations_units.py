@@ -81,3 +81,18 @@ def test_each_marker_is_quoted_from_the_unit_it_closes() -> None:
         (1, outstanding),
         (2, "For the quarterly period ended September 30, 2022."),
     ]
+
+
+def test_refine_marks_a_unit_it_quotes_by_its_head() -> None:
+    # A unit longer than the answer's budget is quoted by its head; the head
+    # was looked up by its text, found no passage, and went unmarked.
+    long = "Honey bees swarm in spring when the hive becomes crowded and " + " and ".join(
+        f"the colony raises queen number {i}" for i in range(12)
+    )
+    refined = ExtractiveLLM(num_output=20).predict(
+        REFINE_PROMPT,
+        existing_answer="The apiary keeps twelve hives [1].",
+        context_msg=f"[2] (source: b.txt)\n{long}.",
+        query_str="When do honey bees swarm?",
+    )
+    assert refined.startswith("Honey bees swarm in spring") and refined.endswith("[2]"), refined

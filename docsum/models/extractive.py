@@ -253,9 +253,10 @@ class ExtractiveLLM(LLM):
             new = [s for s in new if q & set(answer_terms(s))]
             if not new:
                 return existing
+        pool = old + new
         chosen = select_units(
             query,
-            old + new,
+            pool,
             self.metadata.num_output,
             self.metadata.tokenizer,
             prefer=len(old),
@@ -264,7 +265,8 @@ class ExtractiveLLM(LLM):
         )
         if {text for _, text in chosen} <= set(old):
             return existing  # the new material adds nothing better: keep the answer as it was
-        return join_units(with_marker(text, marks.get(text)) for _, text in chosen)
+        # By position: a unit too long for the answer is quoted by its head.
+        return join_units(with_marker(text, marks.get(pool[pos])) for pos, text in chosen)
 
     def rate(self, query: str, candidates: list[str]) -> list[dict[str, int]]:
         """Relevance 1-10 for each candidate sharing content with the query."""
