@@ -105,6 +105,32 @@ def split_numbered(context: str) -> list[tuple[int | None, str]]:
     return out
 
 
+# The end of a unit an answer quotes: its marker group ("[2]", "[2][5]"), then
+# the unit's closing punctuation, if any.
+_CITED_END = re.compile(r"(?:\[\d{1,3}(?:\s*,\s*\d{1,3})*\])+([.!?。！？]?)[\"'”’)]*(?=\s|$)")
+
+
+def cited_pieces(text: str) -> list[str]:
+    """A text that carries markers (an answer) cut after each unit's markers:
+    what comes before a marker group is what that marker cites. A sentence
+    splitter cannot be trusted with it: it joins a unit that starts in lower
+    case ("…, 2022 [2]. iPhone®: $39,669, …", "a) Income Statements …") to
+    the one before, and the two then read as one unit with the first's
+    marker. A marker group ends a unit when punctuation closes it or the
+    next word starts like a unit ("… 2022 [1] For the quarter …"), never
+    before a lower-case word ("Apple [1] and Microsoft [2] reported …")."""
+    pieces: list[str] = []
+    start = 0
+    for match in _CITED_END.finditer(text):
+        rest = text[match.end() :].lstrip()
+        if rest and (match.group(1) or not rest[0].islower()):
+            pieces.append(text[start : match.end()].strip())
+            start = match.end()
+    if text[start:].strip():
+        pieces.append(text[start:].strip())
+    return pieces
+
+
 def markers_in(text: str) -> list[int]:
     found: list[int] = []
     for match in MARKER.finditer(text):
@@ -208,7 +234,7 @@ def cite(answer: str, nodes: list[NodeWithScore], roots: dict[str, str] | None =
     cleaned, removed = validate_markers(answer, len(nodes))
     report = CitationReport(removed_markers=removed)
     seen: dict[int, Citation] = {}
-    for sentence in sentences(cleaned):
+    for sentence in (s for piece in cited_pieces(cleaned) for s in sentences(piece)):
         cited = markers_in(sentence)
         if not cited:
             continue

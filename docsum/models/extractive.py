@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from docsum.citations import markers_in, split_numbered, strip_markers, with_marker
+from docsum.citations import cited_pieces, markers_in, split_numbered, strip_markers, with_marker
 from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import says_cannot_answer
@@ -253,9 +253,10 @@ class ExtractiveLLM(LLM):
             new = [s for s in new if q & set(answer_terms(s))]
             if not new:
                 return existing
+        pool = old + new
         chosen = select_units(
             query,
-            old + new,
+            pool,
             self.metadata.num_output,
             self.metadata.tokenizer,
             prefer=len(old),
@@ -264,7 +265,8 @@ class ExtractiveLLM(LLM):
         )
         if {text for _, text in chosen} <= set(old):
             return existing  # the new material adds nothing better: keep the answer as it was
-        return join_units(with_marker(text, marks.get(text)) for _, text in chosen)
+        # By position: a unit too long for the answer is quoted by its head.
+        return join_units(with_marker(text, marks.get(pool[pos])) for pos, text in chosen)
 
     def rate(self, query: str, candidates: list[str]) -> list[dict[str, int]]:
         """Relevance 1-10 for each candidate sharing content with the query."""
@@ -299,9 +301,12 @@ def _units_of(context: str) -> tuple[list[str], list[int | None]]:
     units: list[str] = []
     marks: list[int | None] = []
     for marker, text in split_numbered(context):
+        # An earlier answer is read unit by unit as its markers close them
+        # (see cited_pieces), so each unit keeps its own passage.
+        pieces = cited_pieces(text) if marker is None else [text]
         # Whole sentences and table rows with their headings, never a cover
         # page, a contents line or a heading (docsum.layout).
-        for sentence in answer_units(text):
+        for sentence in (unit for piece in pieces for unit in answer_units(piece)):
             carried = markers_in(sentence)
             # Bracketed numbers inside a passage are the document's own
             # ("as shown in [12]"): dropped, so they cannot pass for markers.
