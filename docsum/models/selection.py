@@ -145,6 +145,9 @@ def select_units(
     wanted = [kind for kind, (asks, _) in _ANSWER_TYPES.items() if asks.search(query)]
     asked_names = set(question_names(query)) if focused else set()
     shares = asks_share(query)
+    # A row's label may be one of the question's names (the "Personal
+    # Computing" segment): there they count in full, not at NAME_WEIGHT.
+    label_weights = {t: idf.get(t, 1.0) for t in q}
 
     scored = []
     for (pos, text), bag in zip(unique, bags):
@@ -169,9 +172,7 @@ def select_units(
             # asked for (an amount, a date) beats one that repeats the names.
             score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _holds(kind, text, asked_names))
         if focused:
-            # A row's label may be one of the question's names (the
-            # "Personal Computing" segment): there they count in full.
-            score += row_label_bonus(text, {t: idf.get(t, 1.0) for t in q}, shares)
+            score += row_label_bonus(text, label_weights, shares)
             length = len(text.split())
             if length > LONG_UNIT_WORDS:
                 score *= LONG_UNIT_WORDS / length

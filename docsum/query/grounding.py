@@ -113,8 +113,7 @@ def grounded(
             for c in full:
                 text = "\n".join(r.text for r in by_doc.get(c.doc_id, []))
                 titled = all(TextKeys(titles.get(c.doc_id, c.path)).count(n) for n in wanted)
-                bridges = _bridge_keys([] if titled else wanted, [text], also=bridges, most=MAX_BRIDGE_SENTENCES)
-                bridges = [b for b in bridges if not any(_overlap(b, n) for n in wanted)]
+                bridges = _bridge_keys(wanted, [text], also=bridges, most=MAX_BRIDGE_SENTENCES, every=titled)
             hops = [
                 c
                 for c in hops
@@ -263,16 +262,20 @@ def _overlap(key: str, name: str) -> bool:
 
 
 def _bridge_keys(
-    wanted: list[str], texts: list[str], also: list[str] | None = None, most: int = MAX_HOP_SENTENCES
+    wanted: list[str],
+    texts: list[str],
+    also: list[str] | None = None,
+    most: int = MAX_HOP_SENTENCES,
+    every: bool = False,
 ) -> list[str]:
     """Bridges (name keys) of the first `most` sentences of `texts` that name
-    one of `wanted` (every one, without `wanted`), none of them part of one
-    of `wanted` or holding one: "Harris" and "Harris W. Fawell Congressional
-    Papers" lead nowhere new from "Harris W. Fawell"."""
+    one of `wanted` (all of them when `every` or without `wanted`), none of
+    them part of one of `wanted` or holding one: "Harris" and "Harris W.
+    Fawell Congressional Papers" lead nowhere new from "Harris W. Fawell"."""
     out = list(also or [])
     for text in texts:
         for sentence in sentences(text)[:most]:
-            if wanted and not any(TextKeys(sentence).count(n) for n in wanted):
+            if wanted and not every and not any(TextKeys(sentence).count(n) for n in wanted):
                 continue
             for key in bridges_in(sentence):
                 if len(key) >= 4 and key not in out and not any(_overlap(key, n) for n in wanted):
