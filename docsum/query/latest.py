@@ -22,8 +22,12 @@ from docsum.query.retrieve import Candidate
 # "the latest 10-Q", "the most recent quarter", "their newest report".
 _ASKS_LATEST = re.compile(r"\b(?:latest|most recent|newest|last|current)\b", re.IGNORECASE)
 # "… compared to previous quarters": the older documents are part of the answer.
+# Only words that name other periods: "how does the revenue compare to the
+# costs" or "what changes in accounting practices" compare nothing across
+# filings, and kept the older filings that then led the answer.
 _ASKS_COMPARISON = re.compile(
-    r"\b(?:compar\w*|previous|prior|earlier|past|over time|trend\w*|change[sd]?|across|versus|vs\.?)\b", re.IGNORECASE
+    r"\b(?:previous|prior|earlier|past|preceding|over time|trend\w*|year[- ]over[- ]year|sequential\w*|historical\w*)\b",
+    re.IGNORECASE,
 )
 _MONTHS = "january february march april may june july august september october november december".split()
 _MONTH = "|".join(_MONTHS)
