@@ -239,6 +239,32 @@ def _names_of(question: str) -> tuple[list[str], set[str]]:
     return out, owners
 
 
+def either_names(question: str, names: list[str]) -> list[frozenset[str]]:
+    """Names the question offers as alternatives, joined by "or" ("Intel's
+    Data Center Group or IoT segment revenues"): a document about one of
+    them is about what is asked, though the filing calls the other by a
+    newer name."""
+    sequence = TextKeys(question).sequence
+    spans: dict[str, tuple[int, int]] = {}
+    for name in names:
+        parts = name.split(" ")
+        for i in range(len(sequence) - len(parts) + 1):
+            if sequence[i : i + len(parts)] == parts:
+                spans[name] = (i, i + len(parts))
+                break
+    groups: list[frozenset[str]] = []
+    for a, (_, a_end) in spans.items():
+        for b, (b_start, _) in spans.items():
+            between = sequence[a_end:b_start]
+            # "A or B", "A segment or the B": a word or two beside the "or".
+            if a != b and 0 < len(between) <= MAX_EITHER_GAP and "or" in between and "and" not in between:
+                groups.append(frozenset({a, b}))
+    return groups
+
+
+MAX_EITHER_GAP = 3
+
+
 # A name a document mentions only in passing (once, outside its file name,
 # title and summary) is not what the document is about: Microsoft's name in
 # one line of NVIDIA's filing does not make it a source on Microsoft.

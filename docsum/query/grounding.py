@@ -13,6 +13,7 @@ from docsum.lexical import sentences
 from docsum.models.abstain import (
     TextKeys,
     document_keys,
+    either_names,
     is_figure,
     is_period,
     missing_names,
@@ -68,6 +69,7 @@ def grounded(
     periods = [n for n in names if is_period(n)]
     subjects = subject_names(question)
     fiscal = bool(_FISCAL.search(question))  # "fiscal 2024": a company's own year, not the file name's
+    either = either_names(question, names)
     pool = list(found.chosen)
     if found.retriever in RANKED_RETRIEVERS:
         chosen_ids = {c.doc_id for c in pool}
@@ -85,7 +87,11 @@ def grounded(
             cand.summary,
             "\n".join(r.text for r in by_doc.get(cand.doc_id, [])),
         )
-        cover[cand.doc_id] = set(names) - set(missing_names(names, keys, subjects, fiscal))
+        covered = set(names) - set(missing_names(names, keys, subjects, fiscal))
+        for group in either:
+            if covered & group:
+                covered |= group
+        cover[cand.doc_id] = covered
     full = [c for c in pool if cover[c.doc_id] == set(names)]
     kept: list[Candidate]
     if full:
