@@ -532,7 +532,11 @@ def row_quote(lines: list[str], at: int) -> str | None:
     return f"{label}: {'; '.join(parts)}."
 
 
-_MONTHS = frozenset("january february march april may june july august september october november december".split())
+# Months, spelt out and abbreviated ("Sep 30, 2023" in Intel's tables).
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december"
+    " jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
 
 
 def _lower_first(heading: str) -> str:

@@ -83,6 +83,13 @@ def test_the_latest_report_is_answered_from_the_newest_of_the_series(tmp_path: P
     code, out, err = run("ask", question, "--store", store, "--json", "--top-k", "2", "--retriever", "bm25")
     assert code == 0, err
     assert "b.txt" in [d["path"] for d in json.loads(out)["documents"]]
+    # Comparing two figures of the latest report compares no periods: the
+    # newest filing alone answers. Before: "compare" kept the older filings,
+    # and their rows led the answer.
+    question = "In Acme's latest quarterly report, how does research and development compare to engine sales?"
+    code, out, err = run("ask", question, "--store", store, "--json", "--top-k", "2", "--retriever", "bm25")
+    assert code == 0, err
+    assert {c["path"] for c in json.loads(out)["citations"]} == {"b.txt"}, out
 
 
 def test_a_summary_opening_gives_its_series_and_date() -> None:
@@ -331,3 +338,75 @@ def test_a_number_in_a_label_names_no_figure_the_question_asks_for() -> None:
     # these 10-Qs": the label's "10" met the question's.
     asked = {"legal": 1.0, "proceeding": 1.0, "contingency": 1.0, "10": 1.0, "qs": 1.0}
     assert row_label_bonus("Due after 10 years: 16,646 million.", asked) == 0.0
+
+
+def test_words_that_say_when_to_look_do_not_outrank_what_is_asked() -> None:
+    # Before: a write-down "reported in the most recent quarter" that
+    # mentions "cost of sales" held "reported", "recent", "quarter" and
+    # "sales", and led the answer above the row the question asks for.
+    engine = ExtractiveLLM()
+    table = (
+        "   Three Months Ended\n"
+        "   Sep 30,   Oct 1,\n"
+        "   2023   2022\n"
+        "Net revenue   $   14,158   $   15,338\n"
+        "Gross margin   5,840   6,184\n"
+    )
+    prose = (
+        "In the most recent quarter, Acme reported an inventory impairment of $559 million in cost of sales, "
+        "from the wind-down of its memory business."
+    )
+    context = f"[1] (source: report.txt)\n{prose}\n\n{table}"
+    answer = engine.answer("What revenue did Acme report from its chip sales in the most recent quarter?", context)
+    # The heading keeps its month's capital: "three months ended Sep 30, 2023".
+    assert answer.startswith("Net revenue: $14,158, three months ended Sep 30, 2023; $15,338, Oct 1, 2022"), answer
+
+
+def test_a_pointer_to_another_part_of_the_filing_is_not_an_answer() -> None:
+    from docsum.models.answerrank import is_quotable
+
+    engine = ExtractiveLLM()
+    context = (
+        "[1] (source: report.txt)\n"
+        "Refer to Note 10 – Debt of the Notes to Financial Statements (Part I, Item 1 of this Form 10-Q) for "
+        "further discussion of our debt.\n\n"
+        "In the first quarter we issued $11.0 billion of senior notes to repay debt maturing in 2024.\n"
+    )
+    answer = engine.answer("What did Acme disclose about its debt in the Q1 report?", context)
+    assert answer.startswith("In the first quarter we issued $11.0 billion"), answer
+    assert "Refer to Note" not in answer
+    assert not is_quotable("This report should be read in conjunction with the financial statements in our Form 10-K.")
+    # A cross-reference that gives an amount of its own still answers.
+    assert is_quotable("See Note 5, where the $1.2 billion charge is described.")
+
+
+def test_refine_weighs_words_over_the_whole_passage_it_reads() -> None:
+    # Refine ranks the earlier answer and the new units on the question. Word
+    # weights taken from that handful alone made "revenue", in every one of
+    # them, weigh next to nothing, and a segment's sentence led the answer
+    # instead of the company's "Net revenue" row. The passage's other rows
+    # now count in the weights.
+    existing = (
+        "Other revenue was $1.6 billion, down $252 million, primarily driven by lower wireless product sales as a "
+        "result of lower notebook volumes [1]. In the second quarter of 2022, we initiated the wind-down of our "
+        "memory business, resulting in an inventory impairment of $559 million in Cost of sales on the Statements "
+        "of Income in the first nine months of 2022 [2]."
+    )
+    context = (
+        "[3] (source: report.txt)\n"
+        "Revenue was $530 million, up $80 million from Q3 2022, primarily driven by higher demand for chips.\n"
+        "Revenue was $311 million, up $233 million from Q3 2022 driven by higher packaging revenue and tool sales.\n\n"
+        "Consolidated Condensed Results of Operations\n"
+        "   Three Months Ended   Nine Months Ended\n"
+        "   Q3 2023   Q3 2022   YTD 2023   YTD 2022\n"
+        "Net revenue   $   14,158   $   15,338   $   38,822   $   49,012\n"
+        "Gross margin   6,018   6,535   14,664   21,366\n"
+        "Research and development   3,870   4,302   12,059   13,064\n"
+        "Marketing, general, and administrative   1,340   1,744   4,017   5,296\n"
+        "Restructuring and other charges   816   664   1,080   (460)\n"
+        "Operating income (loss)   (8)   (175)   (2,492)   3,466\n"
+        "Net income (loss)   310   1,019   (985)   8,678\n"
+    )
+    question = "What revenue did Acme report from its chip sales in the most recent quarter?"
+    answer = ExtractiveLLM().refine(question, existing, context)
+    assert answer.startswith("Net revenue: $14,158"), answer

@@ -25,6 +25,15 @@ LONG_UNIT_WORDS = 60
 # Words of a row's label that say which period, not which figure ("First
 # Quarter", "Three Months Ended"): no match for a question's "quarters".
 _PERIOD_TERMS = frozenset({"quarter", "first", "second", "third", "fourth", "month", "year", "period", "fiscal"})
+# Words of a question that say where or when to look, not what to find
+# ("reported in the most recent quarter", "disclosed in the 10-Q"): grounding
+# and "the latest" have already chosen the filing, so in an answer's
+# ranking they count at FRAME_WEIGHT. At full weight a sentence about a
+# write-down "in the second quarter" that mentions "cost of sales" led the
+# answer to "What revenue did Intel report from its sales in the most recent
+# quarter?", above the "Net revenue" row.
+FRAME_TERMS = _PERIOD_TERMS | {"quarterly", "recent", "latest", "report", "fil", "filing", "disclos", "mention"}
+FRAME_WEIGHT = 0.25
 # Stems (docsum.lexical.terms, folded) a question and a table's label use for the
 # same figure: "sales" for "revenue", "buybacks" for "repurchases",
 # "spending" or "costs" for "expenses".
@@ -94,6 +103,25 @@ def is_form_text(unit: str) -> bool:
     return any(cue in low for cue in _FORM_TEXT) or bool(_COVER.search(unit.strip()))
 
 
+# A sentence that only says where to read ("Refer to Note 10 – Debt … for
+# further discussion", "See Item 1 of Part I …", "This report should be read
+# in conjunction with the Consolidated Financial Statements in our Form
+# 10-K"): it shares the question's words and answers nothing.
+_POINTER = re.compile(
+    r"^(?:refer to|see|for (?:additional|further|more) (?:information|discussion),? (?:see|refer))\b"
+    r"|\bshould be read in conjunction with\b"
+    r"|\b(?:is|are) (?:described|discussed|included) in (?:part|item|note)\b",
+    re.IGNORECASE,
+)
+_AMOUNT = re.compile(r"[$€£%]|\b(?:million|billion)\b", re.IGNORECASE)
+
+
+def is_pointer(unit: str) -> bool:
+    """A cross-reference to another part of the document, holding no amount
+    of its own (see _POINTER)."""
+    return bool(_POINTER.search(unit)) and not _AMOUNT.search(unit)
+
+
 # A unit this short that is no table row is a heading or a fragment.
 MIN_ANSWER_WORDS = 4
 
@@ -101,9 +129,16 @@ MIN_ANSWER_WORDS = 4
 def is_quotable(unit: str) -> bool:
     """A unit an answer may quote: not a heading (short or all capitals,
     "ITEM 1. FINANCIAL STATEMENTS"), not the form's own words
-    (`is_form_text`), not half a sentence (`is_fragment`)."""
+    (`is_form_text`), not half a sentence (`is_fragment`), not a pointer to
+    another part of the document (`is_pointer`)."""
     text = unit.strip()
-    return not (len(text.split()) < MIN_ANSWER_WORDS or text.upper() == text or is_form_text(text) or is_fragment(text))
+    return not (
+        len(text.split()) < MIN_ANSWER_WORDS
+        or text.upper() == text
+        or is_form_text(text)
+        or is_fragment(text)
+        or is_pointer(text)
+    )
 
 
 def folded(term: str) -> str:

@@ -262,6 +262,7 @@ class ExtractiveLLM(LLM):
             prefer=len(old),
             focused=True,
             most=self.answer_sentences,
+            background=fresh,
         )
         if {text for _, text in chosen} <= set(old):
             return existing  # the new material adds nothing better: keep the answer as it was

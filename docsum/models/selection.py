@@ -15,6 +15,8 @@ from typing import Any
 from docsum.lexical import terms
 from docsum.models.abstain import name_terms, phrase_key, question_names
 from docsum.models.answerrank import (
+    FRAME_TERMS,
+    FRAME_WEIGHT,
     LONG_UNIT_WORDS,
     answer_terms,
     asks_share,
@@ -110,6 +112,7 @@ def select_units(
     focused: bool = False,
     informative: bool = False,
     most: int = default("answer_sentences"),
+    background: list[str] | None = None,
 ) -> list[tuple[int, str]]:
     """Pick sentences by query relevance plus centrality, without near-repeats,
     until the output budget is used. Returns (position, sentence) pairs, best first.
@@ -117,7 +120,8 @@ def select_units(
     answers: sentences with figures rank up for how-much/when questions, and the
     answer stops at a few sentences close to the best one. `informative` is for
     summaries: only prose is quoted, sentences with names and figures first
-    (docsum.models.prose.informative_bonus)."""
+    (docsum.models.prose.informative_bonus). `background`: further units read
+    beside the candidates, counted in the word weights only."""
     seen: set[str] = set()
     unique: list[tuple[int, str]] = []
     for i, s in enumerate(candidates):
@@ -128,13 +132,17 @@ def select_units(
         return []
     term_of = answer_terms if focused else terms
     bags = [Counter(term_of(s)) for _, s in unique]
-    idf = idf_weights(bags)
+    # Word weights from every unit read, not only the candidates: refine
+    # hands over the earlier answer and the few new units on the question,
+    # and in a pool that small "revenue" in every unit weighed next to nothing.
+    idf = idf_weights(bags + [Counter(term_of(s)) for s in background or [] if s not in seen])
     q = set(term_of(spelled_out(query) if focused else query))
     # The question's names say which document, not which sentence: grounding
     # has already kept documents that mention them, so in an answer they
     # count half, and the sentence with the asked-for fact wins.
     names = {folded(t) for t in name_terms(query)} if focused else set()
-    weight = {t: idf.get(t, 1.0) * (NAME_WEIGHT if t in names else 1.0) for t in q}
+    frame = FRAME_TERMS if focused else frozenset()
+    weight = {t: idf.get(t, 1.0) * (NAME_WEIGHT if t in names else FRAME_WEIGHT if t in frame else 1.0) for t in q}
     q_weight = sum(weight.values()) or 1.0
     centroid: Counter[str] = Counter()
     for bag in bags:
