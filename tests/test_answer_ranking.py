@@ -410,3 +410,15 @@ def test_refine_weighs_words_over_the_whole_passage_it_reads() -> None:
     question = "What revenue did Acme report from its chip sales in the most recent quarter?"
     answer = ExtractiveLLM().refine(question, existing, context)
     assert answer.startswith("Net revenue: $14,158"), answer
+
+
+def test_activities_in_a_cash_flow_label_names_only_its_section() -> None:
+    from docsum.models.answerrank import answer_terms, row_label_bonus
+
+    # "Operating activities" is what "cash flows from operations" asks for;
+    # before, "activities", never in the question, halved the label's match
+    # and "Free cash flow" or "Cash paid for operating leases" led instead.
+    asked = {t: 1.0 for t in answer_terms("What cash flows from operations did Acme disclose?")}
+    operating = row_label_bonus("Operating activities: $7,313 million, 2021; $11,404 million, 2022.", asked)
+    assert operating > 0
+    assert operating == row_label_bonus("Operations: $7,313 million, 2021; $11,404 million, 2022.", asked)

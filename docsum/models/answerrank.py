@@ -25,6 +25,10 @@ LONG_UNIT_WORDS = 60
 # Words of a row's label that say which period, not which figure ("First
 # Quarter", "Three Months Ended"): no match for a question's "quarters".
 _PERIOD_TERMS = frozenset({"quarter", "first", "second", "third", "fourth", "month", "year", "period", "fiscal"})
+# Words of a label that name a statement's section, not a figure:
+# "Operating activities" is the operating cash flow a question about "cash
+# flows from operations" asks for, though the question never says "activities".
+_CATEGORY_TERMS = frozenset({"activity"})
 # Words of a question that say where or when to look, not what to find
 # ("reported in the most recent quarter", "disclosed in the 10-Q"): grounding
 # and "the latest" have already chosen the filing, so in an answer's
@@ -209,7 +213,11 @@ def row_label_bonus(text: str, asked: dict[str, float], shares: bool = False) ->
 
     def words(label: str) -> set[str]:
         # A number names no figure ("Due after 10 years" is not about a "10-Q").
-        return {_LABEL_SYNONYMS.get(t, t) for t in answer_terms(label) if not t.isdigit()} - _PERIOD_TERMS
+        return (
+            {_LABEL_SYNONYMS.get(t, t) for t in answer_terms(label) if not t.isdigit()}
+            - _PERIOD_TERMS
+            - _CATEGORY_TERMS
+        )
 
     own = words(own_text)
     named = own & weights.keys()
