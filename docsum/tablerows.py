@@ -25,7 +25,11 @@ _CELL_TOKEN = re.compile(r"\$|%|\)%?|\(?-?\$?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[—
 _DASHES = ("—", "–")
 _CELL_SPLIT = re.compile(r"\t|\s{2,}")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
-_UNITS = re.compile(r"\(\s*(?:dollars |amounts )?in (millions|billions|thousands)\b[^)]*(?:\)|$)", re.IGNORECASE)
+# "(In millions)", "(dollars in thousands)", "($ in millions, except per share data)".
+_UNITS = re.compile(
+    r"\(\s*(?:dollars |amounts |(?:us)?[$€£]\s?)?in (?:[$€£]\s?)?(millions|billions|thousands)\b[^)]*(?:\)|$)",
+    re.IGNORECASE,
+)
 _FOOTNOTE = re.compile(r"^\(\d\)$")
 _CHANGE = re.compile(r"^(?:%\s*)?change$", re.IGNORECASE)
 _CHANGE_WORD = re.compile(r"\bchange\b", re.IGNORECASE)

@@ -108,7 +108,11 @@ def test_dated_columns_are_quoted_and_the_change_columns_after_them_left_out() -
         "Gross margin   70.1 %   64.6 %   43.5 %   5.5 pts   26.6 pts\n"
         "Operating expenses   $   2,662   $   2,508   $   2,416   6%   10 %"
     )
-    assert quote(text) == "Operating expenses: $2,662, July 30, 2023; $2,508, April 30, 2023; $2,416, July 31, 2022."
+    # "($ in millions, …)" gives the unit as "(In millions)" does (before: "$2,662" had none).
+    assert quote(text) == (
+        "Operating expenses: $2,662 million, July 30, 2023; $2,508 million, April 30, 2023; "
+        "$2,416 million, July 31, 2022."
+    )
 
 
 def test_a_row_that_leaves_its_change_cells_blank_is_read_under_the_years() -> None:
