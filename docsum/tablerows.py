@@ -397,9 +397,14 @@ def _first_group(values: list[str], headings: list[str]) -> tuple[list[str], lis
     return values, headings
 
 
+_PERCENT_GROUP = re.compile(r"\bpercent(?:age)?\b|%", re.IGNORECASE)
+
+
 def _with_unit(value: str, unit: str) -> str:
     if not unit or value.endswith("%") or not any(c.isdigit() for c in value):
         return value
+    if unit == "%":
+        return f"{value}%"
     plain = value.strip("$() ").replace(",", "")
     if "." in plain and len(plain.split(".")[0]) <= 2:
         return value  # a per-share amount, not millions
@@ -527,6 +532,11 @@ def row_quote(lines: list[str], at: int) -> str | None:
     group = _share_of(lines, at) if label.startswith("%") else _group_above(lines, at)
     if group and group.lower() not in label.lower():
         label = f"{label} ({group})"
+    if group and _PERCENT_GROUP.search(group):
+        # Under "Percent of Net Sales:" or "Year-over-year Percentage Growth:"
+        # only the group's first row writes its "%": "12.7" is 12.7 %, not
+        # $12.7 million.
+        unit = "%"
     if headings:
         values, headings = _first_group(values, headings)
         parts = [f"{_with_unit(v, unit)}, {_lower_first(h)}" for v, h in zip(values, headings)]

@@ -292,3 +292,36 @@ def test_a_group_ends_at_its_total() -> None:
     )
     assert quote(text) is not None and quote(text).startswith("Operating income: 2,000")
     assert row_quote(text.split("\n"), 1).startswith("Product (Cost of revenue): $3,000")
+
+
+def test_rows_under_a_percent_group_are_quoted_as_percentages() -> None:
+    # Amazon writes "%" on a group's first row only; before, "Technology and
+    # content (Percent of Net Sales): 12.7, …" and, under a growth group,
+    # "19 million" were quoted, and the bare numbers led answers about costs.
+    text = (
+        "   Information about operating expenses is as follows (in millions):\n"
+        "   Three Months Ended\n"
+        "   March 31,\n"
+        "   2022   2023\n"
+        "Operating expenses:\n"
+        " Cost of sales   $   66,499   $   67,791\n"
+        " Technology and content   14,842   20,450\n"
+        "Year-over-year Percentage Growth (Decline):\n"
+        " Cost of sales   7%   2%\n"
+        " Technology and content   19   38\n"
+        "Percent of Net Sales:\n"
+        " Cost of sales   57.1 %   53.2 %\n"
+        " Technology and content   12.7   16.1"
+    )
+    lines = text.split("\n")
+    assert row_quote(lines, 6) == (
+        "Technology and content (Operating expenses): 14,842 million, three months ended March 31, 2022; "
+        "20,450 million, 2023."
+    )
+    assert row_quote(lines, 9) == (
+        "Technology and content (Year-over-year Percentage Growth (Decline)): 19%, three months ended March 31, "
+        "2022; 38%, 2023."
+    )
+    assert quote(text) == (
+        "Technology and content (Percent of Net Sales): 12.7%, three months ended March 31, 2022; 16.1%, 2023."
+    )
