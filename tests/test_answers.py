@@ -78,6 +78,32 @@ def test_prose_is_never_glued_to_a_table_and_page_furniture_is_no_unit() -> None
     assert not any("Revenue $" in u or ("claim" in u and "million" in u) for u in units)
 
 
+def test_a_run_in_heading_of_a_pdf_page_is_not_glued_into_the_sentence_below() -> None:
+    # pypdf's text of two filings' pages: the headings have lines of their own
+    # but no blank line, and the second follows a sentence left without its
+    # full stop.
+    page = (
+        "Current year gross margin was negatively impacted by the charge, which resulted in\n"
+        "decreases of $152 million and $0.12, respectively.\n"
+        "Six Months Ended December 31, 2022 Compared with Six Months Ended December 31, 2021\n"
+        "Research and development expenses increased $2.1 billion or 19% driven by investments in cloud.\n"
+        "From October 30, 2023 through November 17, 2023, we repurchased 0.8 million shares pursuant to a Rule 10b5-1 plan\n"
+        "Restricted Stock Unit Share Withholding\n"
+        "We also withhold common stock shares to cover tax obligations upon vesting.\n"
+        "Note 11 - Derivative Financial Instruments\n"
+        "We also withhold common stock shares to cover tax withholding obligations.\n"
+        "Revenue increased 6% driven by growth in the\n"
+        "Intelligent Cloud Segment\n"
+        "And Gaming.\n"
+    )
+    units = answer_units(page)
+    assert "Research and development expenses increased $2.1 billion or 19% driven by investments in cloud." in units
+    assert "We also withhold common stock shares to cover tax withholding obligations." in units
+    assert not any("Withholding We" in u or "2021 Research" in u or "Instruments We" in u for u in units)
+    # A title-cased line that a sentence runs into is still that sentence's.
+    assert "Revenue increased 6% driven by growth in the Intelligent Cloud Segment And Gaming." in units
+
+
 def _filing(company: str, quarter: str, research: str, other: str = "") -> str:
     return (
         f"UNITED STATES\nFORM 10-Q\nFor the quarterly period ended {quarter}\n\n{company}\n"
