@@ -422,3 +422,20 @@ def test_activities_in_a_cash_flow_label_names_only_its_section() -> None:
     operating = row_label_bonus("Operating activities: $7,313 million, 2021; $11,404 million, 2022.", asked)
     assert operating > 0
     assert operating == row_label_bonus("Operations: $7,313 million, 2021; $11,404 million, 2022.", asked)
+
+
+def test_a_question_about_one_quarter_leads_with_that_quarter_not_the_year_to_date() -> None:
+    # Before: the nine months' sentence held one more word of the question
+    # and led (Apple's "365 million shares … for $56.1 billion" for a
+    # question about its third quarter).
+    engine = ExtractiveLLM()
+    prose = (
+        "During the nine months ended July 1, 2023, Acme repurchased 365 million shares for $56.1 billion under its program.\n"
+        "During the three months ended July 1, 2023, Acme repurchased 102 million shares for $18.0 billion.\n"
+    )
+    context = f"[1] (source: report.txt)\n{prose}"
+    quarter = engine.answer("How many shares did Acme repurchase under its program in its Q3 2023 10-Q?", context)
+    assert quarter.startswith("During the three months ended July 1, 2023"), quarter
+    # Asked for the nine months, the nine months lead.
+    nine = engine.answer("How many shares did Acme repurchase under its program in the nine months of 2023?", context)
+    assert nine.startswith("During the nine months ended July 1, 2023"), nine

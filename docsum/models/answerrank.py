@@ -230,3 +230,33 @@ def row_label_bonus(text: str, asked: dict[str, float], shares: bool = False) ->
         return 0.0
     held = sum(weights[t] for t in named | (words(group_text) & weights.keys())) / sum(weights.values())
     return ROW_LABEL_BONUS * math.sqrt(len(named) / len(own) * held)
+
+
+# A question about one quarter ("in its Q3 2023 10-Q", "the most recent
+# quarter") is answered by that quarter's figures, not by the year to date
+# a filing reports beside them: Apple's "During the nine months ended July 1,
+# 2023, the Company repurchased 365 million shares …" led the answer to
+# "what was the scale of these buybacks in its Q3 2023 10-Q", above "The
+# Company repurchased $18.0 billion … during the third quarter of 2023".
+_ASKS_QUARTER = re.compile(r"\bQ[1-4]\b|\bquarter(?:ly)?\b|\bthree months\b", re.IGNORECASE)
+_ASKS_LONGER = re.compile(
+    r"\b(?:six|nine|twelve) months\b|\byear[- ]to[- ]date\b|\bYTD\b|\b(?:first|second) half\b"
+    r"|\b(?:fiscal |full |calendar )?year\b|\bannual\b|\bcumulative\b",
+    re.IGNORECASE,
+)
+_LONGER_PERIOD = re.compile(r"\b(?:six|nine|twelve) months\b|\bYTD\b|\byear[- ]to[- ]date\b", re.IGNORECASE)
+_ONE_QUARTER = re.compile(r"\bthree months\b|\bquarter\b|\bQ[1-4]\b", re.IGNORECASE)
+OTHER_PERIOD_FACTOR = 0.8
+
+
+def asks_one_quarter(question: str) -> bool:
+    return bool(_ASKS_QUARTER.search(question)) and not _ASKS_LONGER.search(question)
+
+
+def period_factor(text: str, one_quarter: bool) -> float:
+    """OTHER_PERIOD_FACTOR for a unit that gives only a longer period's
+    figures (six or nine months, the year to date) when the question asks
+    about one quarter; 1 otherwise."""
+    if one_quarter and _LONGER_PERIOD.search(text) and not _ONE_QUARTER.search(text):
+        return OTHER_PERIOD_FACTOR
+    return 1.0

@@ -19,9 +19,11 @@ from docsum.models.answerrank import (
     FRAME_WEIGHT,
     LONG_UNIT_WORDS,
     answer_terms,
+    asks_one_quarter,
     asks_share,
     folded,
     is_quotable,
+    period_factor,
     row_label_bonus,
     spelled_out,
 )
@@ -153,6 +155,7 @@ def select_units(
     wanted = [kind for kind, (asks, _) in _ANSWER_TYPES.items() if asks.search(query)]
     asked_names = set(question_names(query)) if focused else set()
     shares = asks_share(query)
+    one_quarter = focused and asks_one_quarter(query)
     # A row's label may be one of the question's names (the "Personal
     # Computing" segment): there they count in full, not at NAME_WEIGHT.
     label_weights = {t: idf.get(t, 1.0) for t in q}
@@ -181,6 +184,7 @@ def select_units(
             score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _holds(kind, text, asked_names))
         if focused:
             score += row_label_bonus(text, label_weights, shares)
+            score *= period_factor(text, one_quarter)
             length = len(text.split())
             if length > LONG_UNIT_WORDS:
                 score *= LONG_UNIT_WORDS / length
