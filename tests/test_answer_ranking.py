@@ -439,3 +439,22 @@ def test_a_question_about_one_quarter_leads_with_that_quarter_not_the_year_to_da
     # Asked for the nine months, the nine months lead.
     nine = engine.answer("How many shares did Acme repurchase under its program in the nine months of 2023?", context)
     assert nine.startswith("During the nine months ended July 1, 2023"), nine
+
+
+def test_a_sentence_cut_by_a_page_break_is_not_quoted_and_the_whole_one_is() -> None:
+    # Before: "… shares of our common stock for [2]" led, and the near-repeat
+    # rule then dropped the whole sentence about the quarter asked for.
+    engine = ExtractiveLLM()
+    page = (
+        "Capital Return Program\n"
+        "During the third quarter of fiscal year 2023, we repurchased 28 million shares of our common stock for\n"
+        "\n\n   21\n\n   ACME CORPORATION AND SUBSIDIARIES\n   NOTES TO CONDENSED FINANCIAL STATEMENTS\n\n"
+    )
+    whole = (
+        "During the third quarter of fiscal year 2024, we repurchased 8.3 million shares of our common stock "
+        "for $3.72 billion.\n"
+    )
+    context = f"[1] (source: q3.txt)\n{page}\n\n[2] (source: q3.txt)\n{whole}"
+    answer = engine.answer("How many shares of its stock did Acme repurchase in the third quarter?", context)
+    assert answer.startswith("During the third quarter of fiscal year 2024, we repurchased 8.3 million"), answer
+    assert "stock for [" not in answer

@@ -85,16 +85,24 @@ def spelled_out(question: str) -> str:
     return question
 
 
+# Words no sentence ends on: a unit ending in one was cut, most often by a
+# page break ("… we repurchased 28 million and 56 million shares of our
+# common stock for" / page 21's running header / "$4.0 billion …").
+_RUNS_ON = frozenset("a an the of for to in on at by with from and or as our its their his her that which than".split())
+
+
 def is_fragment(unit: str) -> bool:
-    """Half a sentence: one that a passage's edge cut ("… the three months
-    ended July 1," or "basis, developments in our legal proceedings …"), or
-    a table's lead-in ("… was as follows (in millions):").
+    """Half a sentence: one that a passage's edge or a page break cut ("… the
+    three months ended July 1," or "basis, developments in our legal
+    proceedings …", "… shares of our common stock for"), or a table's
+    lead-in ("… was as follows (in millions):").
     Quoted, it runs into the next unit with nothing between them."""
     text = unit.strip()
     if _ROW_QUOTE.match(text):
         return False  # a table row ("iPhone®: $39,669, …")
     first = text.split(" ", 1)[0]
-    return text.endswith((",", ":")) or (first[:1].islower() and first.lower() == first)
+    last = text.rsplit(" ", 1)[-1]
+    return text.endswith((",", ":")) or (first[:1].islower() and first.lower() == first) or last in _RUNS_ON
 
 
 # A cover page's lines: the registrant's address and telephone number, the
