@@ -458,3 +458,28 @@ def test_a_sentence_cut_by_a_page_break_is_not_quoted_and_the_whole_one_is() -> 
     answer = engine.answer("How many shares of its stock did Acme repurchase in the third quarter?", context)
     assert answer.startswith("During the third quarter of fiscal year 2024, we repurchased 8.3 million"), answer
     assert "stock for [" not in answer
+
+
+def test_expenses_compared_to_revenue_may_be_answered_by_the_percent_of_revenue_row() -> None:
+    # Before: a row of percentages answered only a question that said
+    # "share", "rate" or "%"; "compared to its revenues" is asked as a share.
+    engine = ExtractiveLLM()
+    table = (
+        "   Three Months Ended\n"
+        "   April 30,   May 1,\n"
+        "   2023   2022\n"
+        "   ($ in millions)\n"
+        "Revenue   $   7,192   $   8,288\n"
+        "Cost of revenue   2,544   2,857\n"
+        "Research and development expenses   $   1,875   $   1,618\n"
+        "% of net revenue   26 %   20 %\n"
+        " Total operating expenses   $   2,508   $   3,563\n"
+        " % of net revenue   34.9 %   42.9 %\n"
+    )
+    prose = "Operating expenses fell while revenue fell too, as the company cut its spending on revenue growth.\n"
+    context = f"[1] (source: report.txt)\n{prose}\n{table}"
+    answer = engine.answer("How did Acme's operating expenses compare to its revenues in Q1 2023?", context)
+    assert "34.9%" in answer, answer
+    # A question about the figure itself is answered in dollars.
+    plain = engine.answer("What were Acme's total operating expenses in Q1 2023?", context)
+    assert plain.startswith("Total operating expenses: $2,508 million"), plain

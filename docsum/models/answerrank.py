@@ -192,7 +192,11 @@ _GROUP = re.compile(r"^(?P<own>.*\S) \((?P<group>[^()]+)\)$")
 # A question about a share, a rate or a margin is answered by a row of
 # percentages; any other question is not ("% of net revenue" for "total
 # net sales").
-_ASKS_SHARE = re.compile(r"%|percent|\bshare\b|\bratio\b|\brate\b|\bmargin\b|proportion", re.IGNORECASE)
+_ASKS_SHARE = re.compile(
+    r"%|percent|\bshare\b|\bratio\b|\brate\b|\bmargin\b|proportion|\brelative to\b"
+    r"|\bcompared? (?:to|with) (?:its |the |total |net )*(?:revenues?|sales)\b",
+    re.IGNORECASE,
+)
 
 
 def asks_share(question: str) -> bool:
