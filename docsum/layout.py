@@ -155,6 +155,10 @@ def is_run_in_heading(line: str, previous: str, following: str) -> bool:
     return len(words) >= 3 and bool(before) and before[-1].lower() not in _OPEN_ENDINGS
 
 
+def _heading_under_row(line: str, previous: str, following: str) -> bool:
+    return is_row(previous.strip()) and _is_heading(line, "", following)
+
+
 def answer_units(text: str, rows: bool = True) -> list[str]:
     """The quotable units of a passage in order: whole sentences of its prose
     and (with `rows`) its table rows as quotes; headings and noise left out."""
@@ -194,7 +198,9 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
             continue
         # Summaries keep the headings run into their prose: their words find
         # the document (SEC recall@3 0.765 -> 0.712 without them).
-        if rows and is_run_in_heading(line, previous, following):
+        # A heading right under a table's last row ("Total $ 14,726" /
+        # "Contingencies" / "The Company is subject to …").
+        if rows and (is_run_in_heading(line, previous, following) or _heading_under_row(line, previous, following)):
             close()
             continue
         if line.endswith(":") and len(line.split()) <= MAX_HEADING_WORDS and is_row(following):

@@ -92,6 +92,9 @@ def test_a_run_in_heading_of_a_pdf_page_is_not_glued_into_the_sentence_below() -
         "We also withhold common stock shares to cover tax obligations upon vesting.\n"
         "Note 11 - Derivative Financial Instruments\n"
         "We also withhold common stock shares to cover tax withholding obligations.\n"
+        "Total   $   14,726\n"
+        "Contingencies\n"
+        "The Company is subject to various legal proceedings.\n"
         "Revenue increased 6% driven by growth in the\n"
         "Intelligent Cloud Segment\n"
         "And Gaming.\n"
@@ -100,6 +103,7 @@ def test_a_run_in_heading_of_a_pdf_page_is_not_glued_into_the_sentence_below() -
     assert "Research and development expenses increased $2.1 billion or 19% driven by investments in cloud." in units
     assert "We also withhold common stock shares to cover tax withholding obligations." in units
     assert not any("Withholding We" in u or "2021 Research" in u or "Instruments We" in u for u in units)
+    assert "The Company is subject to various legal proceedings." in units  # not "Contingencies The Company …"
     # A title-cased line that a sentence runs into is still that sentence's.
     assert "Revenue increased 6% driven by growth in the Intelligent Cloud Segment And Gaming." in units
 
