@@ -14,7 +14,7 @@ import re
 
 from docsum.lazyre import LazyPattern
 from docsum.lexical import sentences
-from docsum.tablerows import is_row, row_quote
+from docsum.tablerows import cell_token, is_row, row_quote
 
 # Form and cover-page boilerplate: a line holding any of these (in lower
 # case) is noise. Plain substrings: a pattern of this many alternatives cost
@@ -155,6 +155,11 @@ def is_run_in_heading(line: str, previous: str, following: str) -> bool:
     return len(words) >= 3 and bool(before) and before[-1].lower() not in _OPEN_ENDINGS
 
 
+def _figures_only(line: str) -> bool:
+    tokens = line.split()
+    return len(tokens) >= 2 and all(cell_token(t) for t in tokens)
+
+
 def _heading_under_row(line: str, previous: str, following: str) -> bool:
     return is_row(previous.strip()) and _is_heading(line, "", following)
 
@@ -196,11 +201,17 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
             continue
         if not paragraph and _is_heading(line, previous, following):
             continue
-        # Summaries keep the headings run into their prose: their words find
-        # the document (SEC recall@3 0.765 -> 0.712 without them).
-        # A heading right under a table's last row ("Total $ 14,726" /
-        # "Contingencies" / "The Company is subject to …").
-        if rows and (is_run_in_heading(line, previous, following) or _heading_under_row(line, previous, following)):
+        # A run-in heading, or one right under a table's last row ("Total $
+        # 14,726" / "Contingencies" / "The Company is subject to …"), or a
+        # row of figures alone ("2026 6,554": a maturity table in PDF text,
+        # which had read "… as follows (in millions): 2026 6,554 2027 348").
+        # Summaries keep these in their prose: their words find the
+        # document (SEC recall@3 0.765 -> 0.712 without the headings).
+        if rows and (
+            is_run_in_heading(line, previous, following)
+            or _heading_under_row(line, previous, following)
+            or _figures_only(line)
+        ):
             close()
             continue
         if line.endswith(":") and len(line.split()) <= MAX_HEADING_WORDS and is_row(following):

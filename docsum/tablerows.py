@@ -89,6 +89,11 @@ def parse_row(line: str) -> Row | None:
     return Row(label, tuple(cells))
 
 
+def cell_token(token: str) -> bool:
+    """A token a table's cell is made of: a figure, "$", "%", a dash."""
+    return bool(_CELL_TOKEN.fullmatch(token))
+
+
 def is_row(line: str) -> bool:
     return parse_row(line) is not None
 

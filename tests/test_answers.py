@@ -92,6 +92,9 @@ def test_a_run_in_heading_of_a_pdf_page_is_not_glued_into_the_sentence_below() -
         "We also withhold common stock shares to cover tax obligations upon vesting.\n"
         "Note 11 - Derivative Financial Instruments\n"
         "We also withhold common stock shares to cover tax withholding obligations.\n"
+        "Future payments are as follows (in millions):\n"
+        "2026 6,554\n"
+        "2027 348\n"
         "Total   $   14,726\n"
         "Contingencies\n"
         "The Company is subject to various legal proceedings.\n"
@@ -104,6 +107,7 @@ def test_a_run_in_heading_of_a_pdf_page_is_not_glued_into_the_sentence_below() -
     assert "We also withhold common stock shares to cover tax withholding obligations." in units
     assert not any("Withholding We" in u or "2021 Research" in u or "Instruments We" in u for u in units)
     assert "The Company is subject to various legal proceedings." in units  # not "Contingencies The Company …"
+    assert not any("2026 6,554" in u for u in units)  # a row of figures alone is glued to no sentence
     # A title-cased line that a sentence runs into is still that sentence's.
     assert "Revenue increased 6% driven by growth in the Intelligent Cloud Segment And Gaming." in units
 
