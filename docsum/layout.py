@@ -175,7 +175,7 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
         if not paragraph:
             return
         found: list[str] = []
-        for sentence in sentences(" ".join(paragraph)):
+        for sentence in sentences(" ".join(paragraph), initialisms=rows):
             if found and sentence[:1].islower():
                 found[-1] = f"{found[-1]} {sentence}"  # split after an abbreviation ("non-U.S. subsidiaries")
             else:

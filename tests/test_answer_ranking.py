@@ -319,6 +319,12 @@ def test_a_cover_pages_lines_are_never_quoted() -> None:
         "ONE MICROSOFT WAY, REDMOND, WASHINGTON 98052-6399 (425) 882-8080 www.microsoft.com/investor"
     )
     assert not is_quotable("FORM 10-Q For the Quarterly Period Ended June 30, 2023 INDEX")
+    # An officer's certification, whole now that "U.S.C." ends no sentence.
+    assert not is_quotable(
+        "Pursuant to Rule 13a-14(b) and Section 1350 of Title 18 of the United States Code (18 U.S.C. § 1350), "
+        "Jane Doe, the Chief Financial Officer of Acme Corporation, hereby certifies that, to the best of her "
+        "knowledge: 1"
+    )
     assert is_quotable("Inventories decreased to $2,500 million as we reduced orders from suppliers.")
 
 

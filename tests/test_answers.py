@@ -112,6 +112,20 @@ def test_a_run_in_heading_of_a_pdf_page_is_not_glued_into_the_sentence_below() -
     assert "Revenue increased 6% driven by growth in the Intelligent Cloud Segment And Gaming." in units
 
 
+def test_an_initialism_ends_an_answer_sentence_only_before_a_sentence_opener() -> None:
+    # Before: "… the Internal Revenue Service and U.S [1]." was quoted, cut
+    # at "U.S." ahead of "Treasury".
+    text = (
+        "The decrease was due to guidance issued by the IRS and U.S. Treasury in the quarter. "
+        "Most of our sales are in the U.S. The rest are in Europe.\n"
+    )
+    assert answer_units(text) == [
+        "The decrease was due to guidance issued by the IRS and U.S. Treasury in the quarter.",
+        "Most of our sales are in the U.S.",
+        "The rest are in Europe.",
+    ]
+
+
 def _filing(company: str, quarter: str, research: str, other: str = "") -> str:
     return (
         f"UNITED STATES\nFORM 10-Q\nFor the quarterly period ended {quarter}\n\n{company}\n"

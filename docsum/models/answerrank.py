@@ -69,6 +69,7 @@ _FORM_TEXT = (
     "fully complies with the requirements of section 13(a)",
     "designed such disclosure controls",
     "to which this certification",
+    "hereby certif",
     "pursuant to section 906",
     "inline xbrl",
     "forward-looking statements may appear",
