@@ -199,6 +199,10 @@ def test_says_cannot_answer(reply: str, declines: bool) -> None:
         ("What legal proceedings are disclosed in these 10-Qs?", ["10-q"]),
         ("Can trends be seen in Intel's Data Center Group revenue?", ["intel", "data center group"]),
         ("Who composed Aschenbrödel?", ["aschenbrodel"]),
+        # A full date is one name, either way round; a year named apart stays.
+        ("What were Apple's net sales for the quarter ended July 1, 2023?", ["appl", "july 1 2023"]),
+        ("What was sold on 14 September 2019?", ["september 14 2019"]),
+        ("How did July 1, 2023 compare with 2023 as a whole?", ["july 1 2023", "2023"]),
     ],
 )
 def test_question_names(question: str, names: list[str]) -> None:
@@ -560,3 +564,29 @@ def test_names_joined_by_or_are_alternatives(tmp_path: Path) -> None:
     code, out, err = run("ask", question, "--store", store)
     assert code == 0, err
     assert "$1,200 million" in out
+
+
+def test_a_question_naming_a_date_is_answered_from_the_filing_that_names_it(tmp_path: Path) -> None:
+    # Before: "July 1, 2023" was the names "1" and "2023", which every filing
+    # of the year holds: the filing for the quarter ended April 1 was kept
+    # beside July's (Apple's iPhone answer quoted three quarters' rows).
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, ended, sales in (
+        ("acme_q2.txt", "April 1, 2023", "4,100"),
+        ("acme_q3.txt", "July 1, 2023", "4,700"),
+        ("acme_q4.txt", "September 30, 2023", "5,200"),
+    ):
+        (folder / name).write_text(
+            f"Acme Corporation quarterly report for the quarter ended {ended}.\n\n"
+            f"Boat sales were ${sales} million in the quarter ended {ended}, as Acme sold more boats in 2023.\n"
+            f"Acme sold boats in 2023 and expects to sell more boats in the quarter after {ended}.\n"
+        )
+    store = tmp_path / "store.sqlite"
+    assert run("build", folder, "--store", store, "-q")[0] == 0
+    for written in ("July 1, 2023", "1 July 2023"):  # either way round
+        question = f"What were Acme's boat sales in the quarter ended {written}?"
+        code, out, err = run("ask", question, "--store", store, "--explain")
+        assert code == 0, err
+        assert "$4,700 million" in out
+        assert "needs acme, july 1 2023" in err and "grounding: 3 → 1 documents" in err, err

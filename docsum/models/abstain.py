@@ -236,7 +236,33 @@ def _names_of(question: str) -> tuple[list[str], set[str]]:
             close()
         last_end = match.end()
     close()
-    return out, owners
+    return _dates_whole(question, out), owners  # `question` with its dates month first
+
+
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+# "July 1, 2023" (or "1 July 2023", see quarters_as_codes): one name, not a
+# day and a year.
+_FULL_DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}\b")
+
+
+def _dates_whole(question: str, names: list[str]) -> list[str]:
+    """`names` with a question's full dates as one name each: a document must
+    name "July 1, 2023" (the quarter Apple's third-quarter filing ends on),
+    not any "1" and "2023" (every one of its filings)."""
+    dates = list(_FULL_DATE.finditer(question))
+    if not dates:
+        return names
+    rest = _FULL_DATE.sub(" ", question)
+    elsewhere = {_key(m.group(0)) for m in _TOKEN.finditer(rest)}
+    out: list[str] = []
+    for name in names:
+        for match in dates:
+            date = phrase_key(match.group(0))
+            if name in date.split(" ") and name not in elsewhere:
+                name = date
+        if name not in out:
+            out.append(name)
+    return out
 
 
 def either_names(question: str, names: list[str]) -> list[frozenset[str]]:
@@ -297,7 +323,14 @@ _QUARTER_WORDS = re.compile(
 _QUARTER_NUMBER = {"first": "Q1", "second": "Q2", "third": "Q3", "fourth": "Q4"}
 
 
+_DAY_FIRST = re.compile(rf"\b(\d{{1,2}})\s+({_MONTHS})\s+(\d{{4}})\b")
+
+
 def quarters_as_codes(text: str) -> str:
+    """Quarters as codes ("the third quarter of 2023" is "Q3 2023") and
+    dates month first ("14 September 2019" is "September 14 2019"), so a
+    question and a document that write them differently name the same."""
+    text = _DAY_FIRST.sub(r"\2 \1 \3", text)
     return _QUARTER_WORDS.sub(lambda m: _QUARTER_NUMBER[m.group(1).lower()], text)
 
 
