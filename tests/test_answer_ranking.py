@@ -325,6 +325,10 @@ def test_a_cover_pages_lines_are_never_quoted() -> None:
         "Jane Doe, the Chief Financial Officer of Acme Corporation, hereby certifies that, to the best of her "
         "knowledge: 1"
     )
+    assert not is_quotable(
+        "The information contained in the Periodic Report fairly presents, in all material respects, the "
+        "financial condition of the Company at the end of the period covered by the Periodic Report."
+    )
     assert is_quotable("Inventories decreased to $2,500 million as we reduced orders from suppliers.")
 
 

@@ -70,6 +70,7 @@ _FORM_TEXT = (
     "designed such disclosure controls",
     "to which this certification",
     "hereby certif",
+    "fairly presents, in all material respects",
     "pursuant to section 906",
     "inline xbrl",
     "forward-looking statements may appear",
