@@ -234,11 +234,15 @@ def _periods_above(lines: list[str], at: int, count: int) -> list[str]:
 
 def _unit_above(lines: list[str], at: int) -> str:
     """The unit of a caption on the first lines above `at` ("(In millions,
-    except percentages)"), past one blank line."""
-    for back in range(at - 1, max(-1, at - 4), -1):
+    except percentages)"), past one blank line, or past the lines of a
+    heading stacked one cell a line (PDF text) up to the caption."""
+    for back in range(at - 1, max(-1, at - MAX_STACKED_LINES - 1), -1):
         found = _UNITS.search(lines[back])
         if found:
             return found.group(1).lower().rstrip("s")
+        line = " ".join(lines[back].split())
+        if back < at - 3 and not (_GROUP.search(line) or _CHANGE_HEADING.match(line)):
+            break
     return ""
 
 
@@ -292,6 +296,13 @@ def _figure_cell(cell: str) -> bool:
     )
 
 
+# Lines a group heading may run over in PDF text, one cell a line: "Three
+# Months Ended" / "December 31," / "Percentage" / "Change" / "Six Months
+# Ended" / "December 31," / "Percentage" / "Change".
+MAX_STACKED_LINES = 10
+_CHANGE_HEADING = re.compile(r"^(?:%\s*change|percent(?:age)?(?:\s+change)?|change)$", re.IGNORECASE)
+
+
 def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:
     """Year columns under their headings: group headings ("Three Months
     Ended" / "December 31," over "2022 2021 2022 2021"), or a line of one
@@ -299,8 +310,10 @@ def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:
     groups ("Three Months Ended   Nine Months Ended")."""
     above: list[str] = []
     side_by_side: list[str] = []
-    for back in range(at - 1, max(-1, at - 8), -1):
+    for back in range(at - 1, max(-1, at - MAX_STACKED_LINES), -1):
         line = " ".join(lines[back].split())
+        if _CHANGE_HEADING.match(line):
+            continue  # "Percentage" / "Change" of a change column, between the groups in PDF text
         if not line or not _GROUP.search(line) or _prose(line):
             break  # a sentence ("… for the twelve months ended September 30, 2021 and 2022 (in millions):") is no heading
         cells = _cells(lines[back])

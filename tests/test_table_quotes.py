@@ -325,3 +325,18 @@ def test_rows_under_a_percent_group_are_quoted_as_percentages() -> None:
     assert quote(text) == (
         "Technology and content (Percent of Net Sales): 12.7%, three months ended March 31, 2022; 16.1%, 2023."
     )
+
+
+def test_group_headings_stacked_one_cell_a_line_with_change_columns_between() -> None:
+    # pypdf's text of Microsoft's MD&A table: each heading cell on a line of
+    # its own, "Percentage" / "Change" between the two groups, the unit caption
+    # nine lines above the row. Before: "Research and development: $6,844,
+    # 2022; $5,758, 2021." (no unit, no period).
+    lines = (
+        "(In millions, except percentages)\nThree Months Ended\nDecember 31,\nPercentage\nChange\n"
+        "Six Months Ended\nDecember 31,\nPercentage\nChange\n2022 2021 2022 2021\n"
+        "Research and development $ 6,844 $ 5,758 19% $ 13,472 $ 11,357 19%"
+    ).split("\n")
+    assert row_quote(lines, len(lines) - 1) == (
+        "Research and development: $6,844 million, three months ended December 31, 2022; $5,758 million, 2021."
+    )
