@@ -418,6 +418,32 @@ def _first_group(values: list[str], headings: list[str]) -> tuple[list[str], lis
 _PERCENT_GROUP = re.compile(r"\bpercent(?:age)?\b|%", re.IGNORECASE)
 
 
+def _in_percent_table(lines: list[str], at: int, values: list[str]) -> bool:
+    """The row's bare figures (none over 100) sit in a table whose first row
+    writes "%" after each figure ("Revenue   100.0 %   100.0 % …", the items
+    of an income statement "expressed as a percentage of revenue"): they are
+    percentages too."""
+    figures = [v.strip("$()") for v in values if v not in _DASHES]
+    if not figures or any(v.endswith("%") or "$" in v for v in values):
+        return False  # a share already marked, or an amount ("$ 1.26" a share)
+    try:
+        if any(float(f.replace(",", "")) > 100 for f in figures):
+            return False
+    except ValueError:
+        return False
+    top: Row | None = None
+    for back in range(at - 1, max(-1, at - MAX_HEADING_DISTANCE), -1):
+        row = parse_row(lines[back])
+        if row is not None:
+            top = row
+            continue
+        line = " ".join(lines[back].split())
+        if line and len(_cells(lines[back])) == 1 and not _prose(line) and not _YEAR.match(line):
+            continue  # a group's heading between rows ("Operating expenses")
+        break
+    return top is not None and all(v.endswith("%") for v in top.values)
+
+
 def _with_unit(value: str, unit: str) -> str:
     if not unit or value.endswith("%") or not any(c.isdigit() for c in value):
         return value
@@ -550,10 +576,10 @@ def row_quote(lines: list[str], at: int) -> str | None:
     group = _share_of(lines, at) if label.startswith("%") else _group_above(lines, at)
     if group and group.lower() not in label.lower():
         label = f"{label} ({group})"
-    if group and _PERCENT_GROUP.search(group):
-        # Under "Percent of Net Sales:" or "Year-over-year Percentage Growth:"
-        # only the group's first row writes its "%": "12.7" is 12.7 %, not
-        # $12.7 million.
+    if group and _PERCENT_GROUP.search(group) or _in_percent_table(lines, at, values):
+        # Under "Percent of Net Sales:" or "Year-over-year Percentage Growth:",
+        # or in a table of shares of revenue, only the first row writes its
+        # "%": "12.7" is 12.7 %, not $12.7 million.
         unit = "%"
     if headings:
         values, headings = _first_group(values, headings)

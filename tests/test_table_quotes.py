@@ -340,3 +340,28 @@ def test_group_headings_stacked_one_cell_a_line_with_change_columns_between() ->
     assert row_quote(lines, len(lines) - 1) == (
         "Research and development: $6,844 million, three months ended December 31, 2022; $5,758 million, 2021."
     )
+
+
+def test_rows_of_a_table_of_shares_of_revenue_are_quoted_as_percentages() -> None:
+    # NVIDIA's income statement "expressed as a percentage of revenue": only
+    # the Revenue row writes "%". Before: "Gross profit: 74.0, three months
+    # ended October 29, 2023; …", read as an amount.
+    lines = (
+        "Three Months Ended   Nine Months Ended\n"
+        "October 29,   October 30,   October 29,   October 30,\n"
+        "2023   2022   2023   2022\n"
+        "Revenue   100.0 %   100.0 %   100.0 %   100.0 %\n"
+        "Gross profit   74.0   53.6   70.9   55.1\n"
+        "Operating expenses\n"
+        "Research and development   12.7   32.8   16.0   25.7"
+    ).split("\n")
+    assert row_quote(lines, 4) == "Gross profit: 74.0%, three months ended October 29, 2023; 53.6%, October 30, 2022."
+    assert row_quote(lines, 6) == (
+        "Research and development (Operating expenses): 12.7%, three months ended October 29, 2023; "
+        "32.8%, October 30, 2022."
+    )
+    # Amounts under a first row of shares stay amounts.
+    amounts = (
+        "   2023   2022\nGross margin percentage   44.5 %   43.3 %\nResearch and development   $ 7,442   $ 6,797"
+    ).split("\n")
+    assert "%" not in (row_quote(amounts, 2) or "")
