@@ -538,6 +538,11 @@ def _wrapped(lines: list[str], at: int, label: str) -> str:
     return label
 
 
+# A row quoted without its headings names at most this many figures: past
+# it, a reader cannot tell which is which.
+MAX_BARE_FIGURES = 4
+
+
 def row_quote(lines: list[str], at: int) -> str | None:
     """The row at `lines[at]` as a sentence with its headings and unit, or
     None when the line is no table row."""
@@ -587,6 +592,10 @@ def row_quote(lines: list[str], at: int) -> str | None:
     else:
         # Without headings an empty cell ("—") says nothing a reader can place.
         parts = [_with_unit(v, unit) for v in values if v not in _DASHES] or ["—"]
+        if len(parts) > MAX_BARE_FIGURES:
+            # "Operating income: 3,317 million; (165) million; 3,152 million; …"
+            # twelve times over: which figure is which period, no reader can tell.
+            return None
     return f"{label}: {'; '.join(parts)}."
 
 

@@ -89,9 +89,10 @@ def test_headings_that_cannot_be_aligned_are_left_out_rather_than_cut_to_fragmen
         "(In Millions)   Recognized   Balance Sheet   Balance Sheet   Instruments   Pledged   Net Amount\n"
         "Total liabilities   $   1,337   $   —   $   1,337   $   (546) $   (712) $   79"
     )
-    assert quote(netting) == (
-        "Total liabilities: $1,337 million; $1,337 million; $(546) million; $(712) million; $79 million."
-    )
+    # Five figures no heading places: no reader can tell which is which, so
+    # the row is not quoted (before: "Total liabilities: $1,337 million;
+    # $1,337 million; $(546) million; $(712) million; $79 million.").
+    assert quote(netting) is None
     # More headings than figures: a blank cell, and no telling which is which.
     blanks = "(In Millions)   Level 1   Level 2   Level 3   Total\nCash   500   500"
     assert quote(blanks) == "Cash: 500 million; 500 million."
@@ -134,10 +135,8 @@ def test_a_period_under_columns_of_its_own_is_no_heading_for_the_first_of_them()
         "(In Millions)   Level 1   Level 2   Level 3   Total   Level 1   Level 2   Level 3   Total\n"
         "Total liabilities   $   151   $   2,075   $   89   $   2,315   $   4   $   525   $   —   $   529"
     )
-    assert quote(text) == (
-        "Total liabilities: $151 million; $2,075 million; $89 million; $2,315 million; "
-        "$4 million; $525 million; $529 million."
-    )
+    # Nor is it quoted as seven bare figures, which no reader can place.
+    assert quote(text) is None
 
 
 def test_contents_lines_are_never_rows_and_a_labels_own_figures_stay_in_it() -> None:
