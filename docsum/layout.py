@@ -133,7 +133,7 @@ def _is_title(text: str) -> bool:
     )
 
 
-def is_run_in_heading(line: str, previous: str, following: str) -> bool:
+def _is_run_in_heading(line: str, previous: str, following: str) -> bool:
     """A title-cased line inside a PDF's running text, which has no blank line
     to set a heading apart: set between two sentences, or after a line the
     filing left without its full stop ("… pursuant to a Rule 10b5-1 trading
@@ -208,7 +208,7 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
         # Summaries keep these in their prose: their words find the
         # document (SEC recall@3 0.765 -> 0.712 without the headings).
         if rows and (
-            is_run_in_heading(line, previous, following)
+            _is_run_in_heading(line, previous, following)
             or _heading_under_row(line, previous, following)
             or _figures_only(line)
         ):

@@ -363,4 +363,4 @@ def test_rows_of_a_table_of_shares_of_revenue_are_quoted_as_percentages() -> Non
     amounts = (
         "   2023   2022\nGross margin percentage   44.5 %   43.3 %\nResearch and development   $ 7,442   $ 6,797"
     ).split("\n")
-    assert "%" not in (row_quote(amounts, 2) or "")
+    assert row_quote(amounts, 2) == "Research and development: $7,442, 2023; $6,797, 2022."

@@ -22,7 +22,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 
 from docsum.lazyre import LazyPattern
-from docsum.lexical import LEXICAL_EMBED_MODEL, STOPWORDS, terms
+from docsum.lexical import LEXICAL_EMBED_MODEL, MONTH_PATTERN, STOPWORDS, terms
 from docsum.models.localembed import LOCAL_EMBED_MODEL
 from docsum.models.prompts import ABSTENTION_TEXT
 
@@ -239,25 +239,24 @@ def _names_of(question: str) -> tuple[list[str], set[str]]:
     return _dates_whole(question, out), owners  # `question` with its dates month first
 
 
-_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 # "July 1, 2023" (or "1 July 2023", see quarters_as_codes): one name, not a
 # day and a year.
-_FULL_DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}\b")
+_FULL_DATE = re.compile(rf"\b(?:{MONTH_PATTERN})\s+\d{{1,2}},?\s+\d{{4}}\b")
 
 
 def _dates_whole(question: str, names: list[str]) -> list[str]:
     """`names` with a question's full dates as one name each: a document must
     name "July 1, 2023" (the quarter Apple's third-quarter filing ends on),
     not any "1" and "2023" (every one of its filings)."""
-    dates = list(_FULL_DATE.finditer(question))
+    dates = _FULL_DATE.findall(question)
     if not dates:
         return names
     rest = _FULL_DATE.sub(" ", question)
     elsewhere = {_key(m.group(0)) for m in _TOKEN.finditer(rest)}
+    keys = [phrase_key(date) for date in dates]
     out: list[str] = []
     for name in names:
-        for match in dates:
-            date = phrase_key(match.group(0))
+        for date in keys:
             if name in date.split(" ") and name not in elsewhere:
                 name = date
         if name not in out:
@@ -323,7 +322,7 @@ _QUARTER_WORDS = re.compile(
 _QUARTER_NUMBER = {"first": "Q1", "second": "Q2", "third": "Q3", "fourth": "Q4"}
 
 
-_DAY_FIRST = re.compile(rf"\b(\d{{1,2}})\s+({_MONTHS})\s+(\d{{4}})\b")
+_DAY_FIRST = re.compile(rf"\b(\d{{1,2}})\s+({MONTH_PATTERN})\s+(\d{{4}})\b")
 
 
 def quarters_as_codes(text: str) -> str:

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 
 from docsum.lazyre import LazyPattern
-from docsum.lexical import CJK_CHARACTER, FIRST_CJK_CHARACTER, registrant, title_lines
+from docsum.lexical import CJK_CHARACTER, FIRST_CJK_CHARACTER, MONTH_PATTERN, registrant, title_lines
 
 # Kinds of document, by a cue in the document's first lines (its cover, title
 # block or abstract), first match wins. The label is how the summary names
@@ -92,7 +92,7 @@ _PERIOD = LazyPattern(
 )
 
 
-_MONTH = "January|February|March|April|May|June|July|August|September|October|November|December"
+_MONTH = MONTH_PATTERN
 _DATE = LazyPattern(
     rf"\b(\d{{1,2}}(?:[-–]\d{{1,2}})?\s+(?:{_MONTH})\s+\d{{4}}|(?:{_MONTH})\s+\d{{1,2}},\s+\d{{4}})\b", re.IGNORECASE
 )

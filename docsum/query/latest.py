@@ -16,6 +16,7 @@ import datetime as dt
 import re
 from dataclasses import replace
 
+from docsum.lexical import MONTH_PATTERN, MONTHS
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate
 
@@ -29,8 +30,8 @@ _ASKS_COMPARISON = re.compile(
     r"\b(?:previous|prior|earlier|past|preceding|over time|trend\w*|year[- ]over[- ]year|sequential\w*|historical\w*)\b",
     re.IGNORECASE,
 )
-_MONTHS = "january february march april may june july august september october november december".split()
-_MONTH = "|".join(_MONTHS)
+_MONTHS = [month.lower() for month in MONTHS]
+_MONTH = MONTH_PATTERN
 _DATE_END = re.compile(
     rf"(?:\b(?P<m1>{_MONTH})\s+(?P<d1>\d{{1,2}}),?\s+(?P<y1>\d{{4}})|\b(?P<d2>\d{{1,2}})\s+(?P<m2>{_MONTH})\s+(?P<y2>\d{{4}}))\.?$",
     re.IGNORECASE,
