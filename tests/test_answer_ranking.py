@@ -493,3 +493,39 @@ def test_expenses_compared_to_revenue_may_be_answered_by_the_percent_of_revenue_
     # A question about the figure itself is answered in dollars.
     plain = engine.answer("What were Acme's total operating expenses in Q1 2023?", context)
     assert plain.startswith("Total operating expenses: $2,508 million"), plain
+
+
+def test_a_row_named_by_one_passing_word_of_a_long_question_does_not_lead() -> None:
+    from docsum.models.answerrank import row_label_bonus
+
+    # Before: "Other current liabilities" earned the label bonus from the
+    # last word of a question about legal contingencies, and its rows led
+    # above the sentence with the accrued legal liabilities.
+    asked = {
+        t: 1.0
+        for t in (
+            *("acme", "q3", "2022", "information", "legal", "contingency"),
+            *("connect", "financial", "reserv", "provision", "made", "liability"),
+        )
+    }
+    assert row_label_bonus("Other current liabilities: $1,055 million, September 30, 2022.", asked) == 0.0
+    # A label the question names whole keeps its bonus, however long the question.
+    assert row_label_bonus("Total liabilities: 186,218 million, September 30, 2022.", {"total": 1.0, **asked}) > 0.0
+    engine = ExtractiveLLM()
+    context = (
+        "[1] (source: q3.txt)\n"
+        "Acme Corporation reports its third quarter below.\n\n"
+        "Balance sheet (in millions):\n"
+        "   Oct 29,   Jan 29,\n"
+        "   2023   2023\n"
+        "Shareholders' equity:\n"
+        "   Common stock   $   2   $   2\n"
+        "   Retained earnings   $   29,817   $   10,171\n\n"
+        "During the third quarter, we repurchased 8.3 million shares of our common stock for $3.72 billion.\n\n"
+        "Revenue for the third quarter was a record, driven by data center sales.\n"
+    )
+    answer = engine.answer(
+        "Has Acme reported any significant stock repurchase activities in its Q3 10-Q, and what scale did these take?",
+        context,
+    )
+    assert answer.startswith("During the third quarter, we repurchased 8.3 million shares"), answer

@@ -19,6 +19,14 @@ _ROW_QUOTE = re.compile(r"^(?P<label>[^:]{2,120}?): (?=[-–—$(]?\d|[—–][;
 # "Percentage of total net sales" ranks below "Total net sales".
 ROW_LABEL_BONUS = 1.0
 MIN_LABEL_PRECISION = 0.5
+# A label the question names only in part ("Common stock" for "stock
+# repurchase activities", "Other current liabilities" for "legal
+# contingencies … provisions … for these liabilities") is the thing asked
+# only when its named words carry at least this share of the question's
+# weight. Below it, one incidental word of a long question had made a
+# balance-sheet row lead above the sentence with the answer (bench/RESULTS.md,
+# section 19).
+MIN_PARTIAL_LABEL_SHARE = 0.12
 # Past this many words a unit is rarely one answer: a glossary, a list of
 # risks or a run of cells read as prose. Its score shrinks in proportion.
 LONG_UNIT_WORDS = 60
@@ -243,6 +251,8 @@ def row_label_bonus(text: str, asked: dict[str, float], shares: bool = False) ->
     if head and not head & named:
         return 0.0
     held = sum(weights[t] for t in named | (words(group_text) & weights.keys())) / sum(weights.values())
+    if len(named) < len(own) and held < MIN_PARTIAL_LABEL_SHARE:
+        return 0.0
     return ROW_LABEL_BONUS * math.sqrt(len(named) / len(own) * held)
 
 
