@@ -529,3 +529,49 @@ def test_a_row_named_by_one_passing_word_of_a_long_question_does_not_lead() -> N
         context,
     )
     assert answer.startswith("During the third quarter, we repurchased 8.3 million shares"), answer
+
+
+OPERATING_EXPENSES = """Acme Stores reports its first quarter below.
+
+Operating expenses (in millions):
+   Three Months Ended
+   March 31,
+   2022   2023
+Cost of sales   $   66,499   $   67,791
+Technology and content   14,842   20,450
+Marketing   9,825   10,172
+
+Technology and content costs include payroll and related expenses for employees involved in the research and development of new and existing products and services.
+
+Cash capital expenditures were $13.7 billion in the quarter, which reflect investments in our fulfillment network.
+"""
+
+
+def test_a_row_the_document_defines_with_the_questions_words_answers_it() -> None:
+    # Before: Amazon's filings name R&D "Technology and content" and say so
+    # in one sentence; the answer to "what was Amazon's R&D expenditure" led
+    # with "Cost of sales" (an "expense") and capital expenditures.
+    answer = ExtractiveLLM().answer(
+        "In the first quarter of 2023, what was Acme's R&D expenditure?",
+        f"[1] (source: q1.txt)\n{OPERATING_EXPENSES}",
+    )
+    assert answer.startswith("Technology and content: 14,842 million, three months ended March 31, 2022"), answer
+    # The definition is quoted beside it: it says why that row answers.
+    assert "Technology and content costs include payroll" in answer.split(" [1]. ", 2)[1], answer
+
+
+def test_a_definition_holding_one_passing_word_of_the_question_names_no_row() -> None:
+    from docsum.models.answerrank import defined_labels
+
+    units = [
+        "Services (Net sales): 21,213 million, three months ended July 1, 2023.",
+        "Rest of Asia Pacific (Net sales by reportable segment): 5,630 million, three months ended July 1, 2023.",
+        "Rest of Asia Pacific includes Australia and those Asian countries not included in the other reportable segments.",
+        "General and administrative: $1,398 million, 2022.",
+        "General and administrative expenses include payroll and expenses associated with finance, legal and facilities.",
+    ]
+    # "segment" alone, or "legal" alone, does not make a region or G&A what is asked.
+    assert defined_labels(units, {"trend": 1.0, "servic": 1.0, "segment": 1.0, "revenue": 1.0}) == ({}, frozenset())
+    assert defined_labels(units, {"legal": 1.0, "contingency": 1.0, "provision": 1.0}) == ({}, frozenset())
+    # A sentence defining no row's label defines nothing.
+    assert defined_labels(units[2:3], {"asian": 1.0, "countri": 1.0}) == ({}, frozenset())

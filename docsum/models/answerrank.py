@@ -213,21 +213,32 @@ def asks_share(question: str) -> bool:
     return bool(_ASKS_SHARE.search(question))
 
 
-def row_label_bonus(text: str, asked: dict[str, float], shares: bool = False) -> float:
+def row_label_bonus(
+    text: str, asked: dict[str, float], shares: bool = False, definitions: frozenset[str] = frozenset()
+) -> float:
     """ROW_LABEL_BONUS for a table row whose label the question names, more
     the more of the label it names and the more of the question's weight the
     label and its group hold (a rare word such as "inventories" counts more
     than "total"); 0 for anything else, and for a row of percentages unless
     `shares` (the question asks for one). Words a question and a table use
-    for the same figure ("sales" and "revenue") match."""
+    for the same figure ("sales" and "revenue") match. A sentence defining
+    one of `definitions` with the question's words (see defined_labels)
+    counts as a row of it: quoted beside the row, it says why that row
+    answers, and it keeps the row's label named when a later part of the
+    context is read."""
     row = _ROW_QUOTE.match(text)
-    if row is None or not asked:
+    defined = None if row else _DEFINES.match(text.strip())
+    if defined is not None and defined.group("term").lower() not in definitions:
+        defined = None
+    if not asked or (row is None and defined is None):
         return 0.0
-    parts = text[row.end() :].rstrip(".").split("; ")
-    if not shares and all(p.split(",")[0].strip().endswith("%") for p in parts):
-        return 0.0
-    grouped = _GROUP.match(row.group("label"))
-    own_text, group_text = grouped.group("own", "group") if grouped else (row.group("label"), "")
+    if row is not None:
+        parts = text[row.end() :].rstrip(".").split("; ")
+        if not shares and all(p.split(",")[0].strip().endswith("%") for p in parts):
+            return 0.0
+    label = row.group("label") if row is not None else defined.group("term") if defined is not None else ""
+    grouped = _GROUP.match(label)
+    own_text, group_text = grouped.group("own", "group") if grouped else (label, "")
     weights: dict[str, float] = {}
     for t, w in asked.items():
         key = _LABEL_SYNONYMS.get(t, t)
@@ -253,7 +264,63 @@ def row_label_bonus(text: str, asked: dict[str, float], shares: bool = False) ->
     held = sum(weights[t] for t in named | (words(group_text) & weights.keys())) / sum(weights.values())
     if len(named) < len(own) and held < MIN_PARTIAL_LABEL_SHARE:
         return 0.0
-    return ROW_LABEL_BONUS * math.sqrt(len(named) / len(own) * held)
+    # The definition says why the row answers; the row, with the figure, leads.
+    share = DEFINITION_BONUS_SHARE if row is None else 1.0
+    return share * ROW_LABEL_BONUS * math.sqrt(len(named) / len(own) * held)
+
+
+# A sentence that says what a table's line holds ("Technology and content
+# costs include payroll … for employees involved in the research and
+# development of new and existing products"): the filing's own name for a
+# figure a question asks for by another ("Amazon's R&D expenditure").
+_DEFINES = re.compile(
+    r"^(?P<term>[A-Z][\w&,' -]{2,80}?) (?:costs |expenses |charges )?"
+    r"(?:include|includes|consist of|consists of|comprise|comprises) (?P<what>.+)$"
+)
+
+
+# A definition lists many things ("… associated with finance, legal,
+# facilities …", "… not included in the Company's other reportable
+# segments"): it names what the question asks for only when it holds two
+# or more of the question's words and this share of their weight, not one
+# passing word.
+MIN_DEFINITION_SHARE = 0.25
+# The share of a row's label bonus a sentence defining its label earns.
+DEFINITION_BONUS_SHARE = 0.5
+
+
+def defined_labels(
+    units: list[str], asked: dict[str, float], where: frozenset[str] = frozenset()
+) -> tuple[dict[str, float], frozenset[str]]:
+    """Weights for the words of a row label that the document defines with
+    the question's words (see _DEFINES), so row_label_bonus reads the label
+    as named: each of its words weighs as much as the heaviest question word
+    its definition holds. Only a term that is some row's label among `units`
+    counts; a sentence about "our operating expenses" defines no row. The
+    question's words in `where` (its names, when and where to look) and its
+    numbers say nothing of what is asked: they never make a definition.
+    Also returns the labels so defined (lower case), for row_label_bonus."""
+    labels = set()
+    for unit in units:
+        row = _ROW_QUOTE.match(unit)
+        if row:
+            grouped = _GROUP.match(row.group("label"))
+            labels.add((grouped.group("own") if grouped else row.group("label")).lower())
+    found: dict[str, float] = {}
+    terms_defined: set[str] = set()
+    what_asked = {t: w for t, w in asked.items() if t not in where and not t.isdigit()}
+    total = sum(what_asked.values())
+    for unit in units:
+        defined = _DEFINES.match(unit.strip())
+        if defined is None or defined.group("term").lower() not in labels:
+            continue
+        term_words = set(answer_terms(defined.group("term")))
+        held = [what_asked[t] for t in set(answer_terms(defined.group("what"))) - term_words if t in what_asked]
+        if len(held) >= 2 and sum(held) >= MIN_DEFINITION_SHARE * total:
+            terms_defined.add(defined.group("term").lower())
+            for t in term_words - asked.keys():
+                found[t] = max(max(held), found.get(t, 0.0))
+    return found, frozenset(terms_defined)
 
 
 # A question about one quarter ("in its Q3 2023 10-Q", "the most recent

@@ -21,6 +21,7 @@ from docsum.models.answerrank import (
     answer_terms,
     asks_one_quarter,
     asks_share,
+    defined_labels,
     folded,
     is_quotable,
     period_factor,
@@ -159,6 +160,14 @@ def select_units(
     # A row's label may be one of the question's names (the "Personal
     # Computing" segment): there they count in full, not at NAME_WEIGHT.
     label_weights = {t: idf.get(t, 1.0) for t in q}
+    # A label the document defines with the question's words ("Technology
+    # and content costs include … research and development") is named too.
+    aliases, definitions = (
+        defined_labels([text for _, text in unique], label_weights, frozenset(names | frame))
+        if focused
+        else ({}, frozenset())
+    )
+    label_weights.update(aliases)
 
     scored = []
     for (pos, text), bag in zip(unique, bags):
@@ -183,7 +192,7 @@ def select_units(
             # asked for (an amount, a date) beats one that repeats the names.
             score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _holds(kind, text, asked_names))
         if focused:
-            score += row_label_bonus(text, label_weights, shares)
+            score += row_label_bonus(text, label_weights, shares, definitions)
             score *= period_factor(text, one_quarter)
             length = len(text.split())
             if length > LONG_UNIT_WORDS:
