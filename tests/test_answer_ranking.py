@@ -570,8 +570,35 @@ def test_a_definition_holding_one_passing_word_of_the_question_names_no_row() ->
         "General and administrative: $1,398 million, 2022.",
         "General and administrative expenses include payroll and expenses associated with finance, legal and facilities.",
     ]
+
     # "segment" alone, or "legal" alone, does not make a region or G&A what is asked.
-    assert defined_labels(units, {"trend": 1.0, "servic": 1.0, "segment": 1.0, "revenue": 1.0}) == ({}, frozenset())
-    assert defined_labels(units, {"legal": 1.0, "contingency": 1.0, "provision": 1.0}) == ({}, frozenset())
+    def defined(*question: str) -> tuple[dict[str, float], frozenset[str]]:
+        return defined_labels(units, list(question), dict.fromkeys(question, 1.0))
+
+    assert defined("trend", "servic", "segment", "revenue") == ({}, frozenset())
+    assert defined("legal", "contingency", "provision") == ({}, frozenset())
+    # Two of the question's words, scattered through the list, are no definition either.
+    assert defined("legal", "contingency", "facility") == ({}, frozenset())
     # A sentence defining no row's label defines nothing.
-    assert defined_labels(units[2:3], {"asian": 1.0, "countri": 1.0}) == ({}, frozenset())
+    assert defined_labels(units[2:3], ["asian", "countri"], {"asian": 1.0, "countri": 1.0}) == ({}, frozenset())
+    # Words the question writes together, as the definition does, make one.
+    assert defined("payroll", "expens", "growth") == (
+        {"general": 1.0, "administrativ": 1.0},
+        frozenset({"general and administrative"}),
+    )
+
+
+def test_a_defined_row_read_after_its_definition_joins_the_answer() -> None:
+    # compact reads a filing part by part: the definition came first, and
+    # the row, which holds none of the question's own words, was dropped
+    # when its part was read, so the answer never gave the figure.
+    table, definition = OPERATING_EXPENSES.split("\n\nTechnology and content costs")
+    existing = "Technology and content costs" + definition.split("\n")[0].rstrip(".") + " [1]."
+    answer = ExtractiveLLM().refine(
+        "What was Acme's R&D expenditure?",
+        existing,
+        f"[2] (source: q1.txt)\n{table}\n",
+    )
+    assert (
+        "Technology and content: 14,842 million, three months ended March 31, 2022; 20,450 million, 2023 [2]" in answer
+    ), answer

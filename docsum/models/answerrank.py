@@ -280,43 +280,51 @@ _DEFINES = re.compile(
 
 
 # A definition lists many things ("… associated with finance, legal,
-# facilities …", "… not included in the Company's other reportable
-# segments"): it names what the question asks for only when it holds two
-# or more of the question's words and this share of their weight, not one
-# passing word.
+# facilities …", "… engaged in marketing and selling activities"): it names
+# what the question asks for only when it holds two words the question
+# writes together ("research and development") and they carry this share of
+# the question's weight, not words scattered through a list.
 MIN_DEFINITION_SHARE = 0.25
 # The share of a row's label bonus a sentence defining its label earns.
 DEFINITION_BONUS_SHARE = 0.5
 
 
+def _pairs(words: list[str]) -> set[tuple[str, str]]:
+    return set(zip(words, words[1:]))
+
+
 def defined_labels(
-    units: list[str], asked: dict[str, float], where: frozenset[str] = frozenset()
+    units: list[str], question: list[str], asked: dict[str, float], where: frozenset[str] = frozenset()
 ) -> tuple[dict[str, float], frozenset[str]]:
     """Weights for the words of a row label that the document defines with
     the question's words (see _DEFINES), so row_label_bonus reads the label
     as named: each of its words weighs as much as the heaviest question word
-    its definition holds. Only a term that is some row's label among `units`
-    counts; a sentence about "our operating expenses" defines no row. The
-    question's words in `where` (its names, when and where to look) and its
-    numbers say nothing of what is asked: they never make a definition.
-    Also returns the labels so defined (lower case), for row_label_bonus."""
+    its definition holds. `question` is the question's terms in order
+    (answer_terms), `asked` their weights. Only a term that is some row's
+    label among `units` counts; a sentence about "our operating expenses"
+    defines no row. The question's words in `where` (its names, when and
+    where to look) and its numbers say nothing of what is asked: they never
+    make a definition. Also returns the labels so defined (lower case), for
+    row_label_bonus."""
     labels = set()
     for unit in units:
         row = _ROW_QUOTE.match(unit)
         if row:
             grouped = _GROUP.match(row.group("label"))
             labels.add((grouped.group("own") if grouped else row.group("label")).lower())
+    what_asked = {t: w for t, w in asked.items() if t not in where and not t.isdigit()}
+    phrases = _pairs([t for t in question if t in what_asked])
+    total = sum(what_asked.values())
     found: dict[str, float] = {}
     terms_defined: set[str] = set()
-    what_asked = {t: w for t, w in asked.items() if t not in where and not t.isdigit()}
-    total = sum(what_asked.values())
     for unit in units:
         defined = _DEFINES.match(unit.strip())
         if defined is None or defined.group("term").lower() not in labels:
             continue
         term_words = set(answer_terms(defined.group("term")))
-        held = [what_asked[t] for t in set(answer_terms(defined.group("what"))) - term_words if t in what_asked]
-        if len(held) >= 2 and sum(held) >= MIN_DEFINITION_SHARE * total:
+        shared = {t for pair in phrases & _pairs(answer_terms(defined.group("what"))) for t in pair} - term_words
+        held = [what_asked[t] for t in shared]
+        if held and sum(held) >= MIN_DEFINITION_SHARE * total:
             terms_defined.add(defined.group("term").lower())
             for t in term_words - asked.keys():
                 found[t] = max(max(held), found.get(t, 0.0))

@@ -22,7 +22,7 @@ from docsum.citations import cited_pieces, markers_in, split_numbered, strip_mar
 from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import says_cannot_answer
-from docsum.models.answerrank import answer_terms, spelled_out
+from docsum.models.answerrank import answer_terms
 from docsum.models.hops import SeenPassages, hop_answer, is_chained
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
@@ -39,7 +39,7 @@ from docsum.models.prompts import (
     PromptTemplate,
 )
 from docsum.models.prose import is_opening, is_reference, opening, without_figures_and_tables
-from docsum.models.selection import ANSWER_COVERAGE_FLOOR, idf_weights, join_units, select_units
+from docsum.models.selection import ANSWER_COVERAGE_FLOOR, asked_terms, idf_weights, join_units, select_units
 from docsum.models.tokens import tokenizer_for_model
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, Limits, default
@@ -243,7 +243,9 @@ class ExtractiveLLM(LLM):
         marks = dict(zip(fresh, fresh_marks))
         marks.update((s, m) for s, m in zip(old, old_marks) if m is not None)
         new = [s for s in fresh if s not in old]
-        q = set(answer_terms(spelled_out(query)))  # as select_units reads it: "R&D" meets "research"
+        # As select_units reads it: "R&D" meets "research", and the row the
+        # documents define as R&D ("Technology and content") comes in too.
+        q = asked_terms(query, old + fresh)
         if q and old:
             # Only material about the question can improve an answer. Without
             # this, off-topic sentences won on centrality alone and were

@@ -93,6 +93,16 @@ ANSWER_COVERAGE_FLOOR = 0.15
 _MARKUP = re.compile(r"^\s*(?:#{1,6}|>|[-*•])\s+")
 
 
+def asked_terms(query: str, units: list[str]) -> set[str]:
+    """The terms an answer's unit must hold to be about `query`, as
+    select_units reads them: the question's own ("R&D" meets "research"),
+    and the words of row labels that `units` define with them
+    (answerrank.defined_labels: "Technology and content" for R&D)."""
+    question = answer_terms(spelled_out(query))
+    where = frozenset(FRAME_TERMS | {folded(t) for t in name_terms(query)})
+    return set(question) | defined_labels(units, question, dict.fromkeys(question, 1.0), where)[0].keys()
+
+
 def _holds(kind: str, text: str, asked_names: set[str]) -> bool:
     """`text` holds a fact of the kind asked for (see _ANSWER_TYPES) other
     than the question's own names: "Mara Quinn" for "Who directed Glass
@@ -163,7 +173,9 @@ def select_units(
     # A label the document defines with the question's words ("Technology
     # and content costs include … research and development") is named too.
     aliases, definitions = (
-        defined_labels([text for _, text in unique], label_weights, frozenset(names | frame))
+        defined_labels(
+            [text for _, text in unique], term_of(spelled_out(query)), label_weights, frozenset(names | frame)
+        )
         if focused
         else ({}, frozenset())
     )
