@@ -117,8 +117,10 @@ def _new_block_follows(following: str) -> bool:
 
 # Words a title leaves in lower case ("Compared with", "Results of Operations").
 _TITLE_CONNECTORS = _CONNECTORS | {"a", "an", "at", "by", "from", "or", "with", "vs.", "versus"}
-# A run-in heading wrapped prose cannot end in: "pursuant to a" goes on.
-_OPEN_ENDINGS = _TITLE_CONNECTORS | {"as", "our", "its", "their", "this", "that", "is", "are", "was", "were"}
+# Words no sentence ends on: a line ending in one goes on in the next
+# ("pursuant to a" is no run-in heading), and a unit ending in one was cut
+# (docsum.models.answerrank.is_fragment).
+OPEN_ENDINGS = _TITLE_CONNECTORS | frozenset("as our its their his her this that which than is are was were".split())
 
 
 def _is_title(text: str) -> bool:
@@ -152,7 +154,7 @@ def _is_run_in_heading(line: str, previous: str, following: str) -> bool:
     before = previous.split()
     # Without a finished sentence above, only a title of three words or more
     # that the line above cannot run into.
-    return len(words) >= 3 and bool(before) and before[-1].lower() not in _OPEN_ENDINGS
+    return len(words) >= 3 and bool(before) and before[-1].lower() not in OPEN_ENDINGS
 
 
 def _figures_only(line: str) -> bool:

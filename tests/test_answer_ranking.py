@@ -602,3 +602,14 @@ def test_a_defined_row_read_after_its_definition_joins_the_answer() -> None:
     assert (
         "Technology and content: 14,842 million, three months ended March 31, 2022; 20,450 million, 2023 [2]" in answer
     ), answer
+
+
+def test_a_unit_a_page_break_cut_after_a_verb_is_no_answer() -> None:
+    from docsum.models.answerrank import is_fragment, is_quotable
+
+    # One list of the words no sentence ends on serves PDF headings
+    # (docsum.layout) and answer units: "is", "were" were missing here.
+    assert is_fragment("The aggregate amount of shares repurchased during the quarter was")
+    assert is_fragment("Our repurchases under the program were")
+    assert not is_quotable("Our repurchases under the program were")
+    assert not is_fragment("Our repurchases under the program were $3.72 billion.")

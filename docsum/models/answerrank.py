@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 
+from docsum.layout import OPEN_ENDINGS
 from docsum.lexical import terms
 
 # A table row quoted by docsum.tablerows ("Total net sales: $81,797 million,
@@ -25,7 +26,7 @@ MIN_LABEL_PRECISION = 0.5
 # only when its named words carry at least this share of the question's
 # weight. Below it, one incidental word of a long question had made a
 # balance-sheet row lead above the sentence with the answer (bench/RESULTS.md,
-# section 19).
+# section 18, "The sixth round").
 MIN_PARTIAL_LABEL_SHARE = 0.12
 # Past this many words a unit is rarely one answer: a glossary, a list of
 # risks or a run of cells read as prose. Its score shrinks in proportion.
@@ -95,16 +96,11 @@ def spelled_out(question: str) -> str:
     return question
 
 
-# Words no sentence ends on: a unit ending in one was cut, most often by a
-# page break ("… we repurchased 28 million and 56 million shares of our
-# common stock for" / page 21's running header / "$4.0 billion …").
-_RUNS_ON = frozenset("a an the of for to in on at by with from and or as our its their his her that which than".split())
-
-
 def is_fragment(unit: str) -> bool:
     """Half a sentence: one that a passage's edge or a page break cut ("… the
     three months ended July 1," or "basis, developments in our legal
-    proceedings …", "… shares of our common stock for"), or a table's
+    proceedings …", "… shares of our common stock for", where a page break
+    cut it: its last word is one no sentence ends on), or a table's
     lead-in ("… was as follows (in millions):").
     Quoted, it runs into the next unit with nothing between them."""
     text = unit.strip()
@@ -112,7 +108,7 @@ def is_fragment(unit: str) -> bool:
         return False  # a table row ("iPhone®: $39,669, …")
     first = text.split(" ", 1)[0]
     last = text.rsplit(" ", 1)[-1]
-    return text.endswith((",", ":")) or (first[:1].islower() and first.lower() == first) or last in _RUNS_ON
+    return text.endswith((",", ":")) or (first[:1].islower() and first.lower() == first) or last in OPEN_ENDINGS
 
 
 # A cover page's lines: the registrant's address and telephone number, the
