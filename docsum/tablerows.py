@@ -31,6 +31,8 @@ _UNITS = re.compile(
     re.IGNORECASE,
 )
 _FOOTNOTE = re.compile(r"^\(\d\)$")
+# Footnote marks closing a label: "Total net sales (4)", "Other liabilities (b)".
+_LABEL_FOOTNOTES = re.compile(r"(?:\s*\((?:\d|[a-z])\))+$")
 _CHANGE = re.compile(r"^(?:%\s*)?change$", re.IGNORECASE)
 _CHANGE_WORD = re.compile(r"\bchange\b", re.IGNORECASE)
 # A heading above a year line: "Three Months Ended", "Six Months Ended
@@ -466,8 +468,6 @@ def _label_and_values(line: str, row: Row) -> tuple[str, list[str]]:
             tail = parse_row(" ".join(["x", *cells[k:]]))
             if tail is not None and len(tail.values) < len(row.values):
                 label = " ".join(" ".join(cells[:k]).split()).rstrip(" :.")
-                # A footnote mark ("Total net sales (4)") is no part of it.
-                label = re.sub(r"(?:\s*\(\d\))+$", "", label)
                 return label, list(tail.values)
             break
     return row.label, list(row.values)
@@ -552,7 +552,8 @@ def row_quote(lines: list[str], at: int) -> str | None:
         # read as a row (summaries leave it out so) but quoted as none.
         return None
     label, values = _label_and_values(lines[at], row)
-    label = _wrapped(lines, at, label)
+    # A footnote mark ("Total net sales (4)", "Other liabilities (b)") is no part of it.
+    label = _LABEL_FOOTNOTES.sub("", _wrapped(lines, at, label))
     if label.count("(") > label.count(")") and values[0].endswith(")") and "(" not in values[0]:
         return None  # "Contingencies (Note 13)": the figure closes the label
     while values and _YEAR.match(values[0]) and _LABEL_GOES_ON.search(label):

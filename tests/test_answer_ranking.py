@@ -290,6 +290,13 @@ def test_a_labels_footnote_mark_is_no_figure_of_its_row() -> None:
     assert row_quote(text.split("\n"), 4) == (
         "Total net sales: $82,959 million, three months ended June 25, 2022; $81,434 million, June 26, 2021."
     )
+    # A letter marks a footnote too: "Other liabilities (b)" read "(b)" as the row's group.
+    lettered = text.replace(
+        "Total net sales (4)   $   82,959   $   81,434", "Other liabilities (b)   (1,973)   (1,802)"
+    )
+    assert row_quote(lettered.split("\n"), 4) == (
+        "Other liabilities: (1,973) million, three months ended June 25, 2022; (1,802) million, June 26, 2021."
+    )
 
 
 CASH_FLOWS = """Cash flows (in millions):
