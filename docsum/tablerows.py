@@ -141,6 +141,12 @@ def _column_headings(lines: list[str], at: int, count: int) -> tuple[list[str], 
                 return marked, unit or _unit_above(lines, back)
         if not _heading_cells(cells):
             continue
+        if _UNITS.search(cells[0]) and len(cells) > 1:
+            dates = _FULL_DATE.findall(" ".join(cells[1:]))
+            if len(dates) == count and len(dates) > len(cells) - 1:
+                # "(In Millions; Unaudited)   Apr 1, 2023 Dec 31, 2022": the
+                # unit's caption, then dates the text joined into one cell.
+                return dates, unit or _unit_above(lines, back)
         if _UNITS.search(cells[0]) and len(cells) > count + 1:
             if all(_PERIOD_CELL.match(c) for c in cells[-count:]) and len(set(cells[-count:])) == count:
                 headings = cells[-count:]  # figures under the periods, after a column of words
@@ -203,6 +209,8 @@ def _stacked(lines: list[str], at: int, cells: list[str]) -> list[str]:
 _PERIOD_CELL = re.compile(
     r"^(?:(?:Q[1-4]|YTD|FY|H[12]|Fiscal)\s?(?:19|20)\d\d|(?:19|20)\d\d|[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d)$"
 )
+# Full dates in one cell, as a PDF's text joins them ("Apr 1, 2023 Dec 31, 2022").
+_FULL_DATE = re.compile(r"\b[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d\b")
 _PERIOD_CODE = re.compile(r"^(?:Q[1-4]|YTD|FY|H[12]|Fiscal)\s?(?:19|20)\d\d$")
 # A column a quote leaves out: the second column of a period ("% of Net Revenue" beside "Amount").
 SKIPPED = "\x00"

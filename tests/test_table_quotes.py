@@ -364,3 +364,23 @@ def test_rows_of_a_table_of_shares_of_revenue_are_quoted_as_percentages() -> Non
         "   2023   2022\nGross margin percentage   44.5 %   43.3 %\nResearch and development   $ 7,442   $ 6,797"
     ).split("\n")
     assert row_quote(amounts, 2) == "Research and development: $7,442, 2023; $6,797, 2022."
+
+
+def test_dates_a_pdf_joined_into_one_cell_beside_the_unit_caption_head_their_columns() -> None:
+    # Before: "Debt: 48,836 million, (In Millions; Unaudited); 37,684 million,
+    # Apr 1, 2023 Dec 31, 2022": the caption was read as the first column's
+    # heading and both dates as the second's.
+    lines = [
+        "Consolidated Condensed Balance Sheets",
+        " ",
+        "(In Millions; Unaudited)   Apr 1, 2023 Dec 31, 2022",
+        "Assets",
+        "Current assets:",
+        "Cash and cash equivalents   $ 8,232   $ 11,144",
+        "Total current assets   48,314   50,407 ",
+        "Debt 48,836 37,684 ",
+    ]
+    assert row_quote(lines, 7) == "Debt: 48,836 million, Apr 1, 2023; 37,684 million, Dec 31, 2022."
+    assert row_quote(lines, 5) == (
+        "Cash and cash equivalents (Current assets): $8,232 million, Apr 1, 2023; $11,144 million, Dec 31, 2022."
+    )
