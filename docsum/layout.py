@@ -123,7 +123,7 @@ _TITLE_CONNECTORS = _CONNECTORS | {"a", "an", "at", "by", "from", "or", "with", 
 OPEN_ENDINGS = _TITLE_CONNECTORS | frozenset("as our its their his her this that which than is are was were".split())
 
 
-def _is_title(text: str) -> bool:
+def is_title(text: str) -> bool:
     """Every word capitalised, a number or a connector, and two or more
     capitalised words: "Six Months Ended December 31, 2022 Compared with Six
     Months Ended December 31, 2021", "Note 11 - Derivative Financial
@@ -147,7 +147,7 @@ def _is_run_in_heading(line: str, previous: str, following: str) -> bool:
     words = text.split()
     if len(words) > MAX_TITLE_WORDS or len(text) > MAX_TITLE_CHARS or _SENTENCE_DONE.search(text):
         return False
-    if not _is_title(text) or not _new_block_follows(following):
+    if not is_title(text) or not _new_block_follows(following):
         return False
     if _starts_block(previous):
         return True
@@ -166,6 +166,9 @@ def _heading_under_row(line: str, previous: str, following: str) -> bool:
     return is_row(previous.strip()) and _is_heading(line, "", following)
 
 
+_FOOTNOTE_MARK = re.compile(r"^\((?:\d|[a-z])\)\s+(?=[A-Z])")
+
+
 def answer_units(text: str, rows: bool = True) -> list[str]:
     """The quotable units of a passage in order: whole sentences of its prose
     and (with `rows`) its table rows as quotes; headings and noise left out."""
@@ -182,6 +185,8 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
                 found[-1] = f"{found[-1]} {sentence}"  # split after an abbreviation ("non-U.S. subsidiaries")
             else:
                 found.append(sentence)
+        if rows:  # a footnote's mark opens no answer ("(1) On April 28, 2022, the Board …")
+            found = [_FOOTNOTE_MARK.sub("", f) for f in found]
         units.extend(found)
         paragraph.clear()
 

@@ -620,3 +620,28 @@ def test_a_unit_a_page_break_cut_after_a_verb_is_no_answer() -> None:
     assert is_fragment("Our repurchases under the program were")
     assert not is_quotable("Our repurchases under the program were")
     assert not is_fragment("Our repurchases under the program were $3.72 billion.")
+
+
+def test_a_tables_lead_in_run_into_its_headings_is_no_answer() -> None:
+    from docsum.models.answerrank import is_fragment
+
+    # Before: Apple's buyback answer (PDF) quoted "Share repurchase activity
+    # during the three months ended July 1, 2023 was as follows (in millions,
+    # …): Periods Total Number of Shares Purchased Average Price Paid Per Share".
+    assert is_fragment(
+        "Share repurchase activity during the three months ended July 1, 2023 was as follows "
+        "(in millions, except number of shares, which are reflected in thousands, and per share amounts): "
+        "Periods Total Number of Shares Purchased Average Price Paid Per Share"
+    )
+    # A sentence naming a list or a name after its colon is whole.
+    assert not is_fragment("The Company has three segments: Americas, Europe and Asia.")
+    assert not is_fragment("The journal is published by: The Society For The Exploration Of Psychotherapy.")
+
+
+def test_a_footnotes_mark_opens_no_answer_sentence() -> None:
+    from docsum.layout import answer_units
+
+    # Before: Apple's buyback answer (PDF) opened "(1) On April 28, 2022, the Board of Directors …".
+    passage = "Total   102,673   $   94,569\n\n(1) On April 28, 2022, the Board of Directors authorized the purchase of an additional $90 billion of the Company's common stock."
+    assert "On April 28, 2022, the Board of Directors authorized the purchase" in answer_units(passage)[-1]
+    assert not answer_units(passage)[-1].startswith("(1)")

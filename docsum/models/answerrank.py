@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import re
 
-from docsum.layout import OPEN_ENDINGS
+from docsum.layout import OPEN_ENDINGS, is_title
 from docsum.lexical import terms
 
 # A table row quoted by docsum.tablerows ("Total net sales: $81,797 million,
@@ -96,19 +96,43 @@ def spelled_out(question: str) -> str:
     return question
 
 
+# A table's lead-in: "… was as follows:", "… (in millions, except …):".
+_LEAD_IN = re.compile(r"\bas follows\b|\(in (?:millions|thousands|billions)\b", re.IGNORECASE)
+
+
+def _runs_into_headings(text: str) -> bool:
+    """A table's lead-in run into its column headings ("… was as follows (in
+    millions …): Periods Total Number of Shares Purchased …"): four words or
+    more after the colon, title-cased, with no list's commas."""
+    lead_in, colon, headings = text.rpartition(": ")
+    headings = headings.rstrip(".")
+    return (
+        bool(colon and _LEAD_IN.search(lead_in))
+        and len(headings.split()) >= 4
+        and "," not in headings
+        and is_title(headings)
+    )
+
+
 def is_fragment(unit: str) -> bool:
     """Half a sentence: one that a passage's edge or a page break cut ("… the
     three months ended July 1," or "basis, developments in our legal
     proceedings …", "… shares of our common stock for", where a page break
     cut it: its last word is one no sentence ends on), or a table's
-    lead-in ("… was as follows (in millions):").
+    lead-in ("… was as follows (in millions):"), alone or run into the
+    table's headings.
     Quoted, it runs into the next unit with nothing between them."""
     text = unit.strip()
     if _ROW_QUOTE.match(text):
         return False  # a table row ("iPhone®: $39,669, …")
     first = text.split(" ", 1)[0]
     last = text.rsplit(" ", 1)[-1]
-    return text.endswith((",", ":")) or (first[:1].islower() and first.lower() == first) or last in OPEN_ENDINGS
+    return (
+        text.endswith((",", ":"))
+        or (first[:1].islower() and first.lower() == first)
+        or last in OPEN_ENDINGS
+        or _runs_into_headings(text)
+    )
 
 
 # A cover page's lines: the registrant's address and telephone number, the
