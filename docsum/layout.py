@@ -14,7 +14,7 @@ import re
 
 from docsum.lazyre import LazyPattern
 from docsum.lexical import sentences
-from docsum.tablerows import cell_token, is_row, row_quote
+from docsum.tablerows import FOOTNOTE_MARK, cell_token, is_row, row_quote
 
 # Form and cover-page boilerplate: a line holding any of these (in lower
 # case) is noise. Plain substrings: a pattern of this many alternatives cost
@@ -166,7 +166,7 @@ def _heading_under_row(line: str, previous: str, following: str) -> bool:
     return is_row(previous.strip()) and _is_heading(line, "", following)
 
 
-_FOOTNOTE_MARK = re.compile(r"^\((?:\d|[a-z])\)\s+(?=[A-Z])")
+_FOOTNOTE_MARK = re.compile(rf"^{FOOTNOTE_MARK}\s+(?=[A-Z])")
 
 
 def answer_units(text: str, rows: bool = True) -> list[str]:

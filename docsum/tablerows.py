@@ -31,8 +31,10 @@ _UNITS = re.compile(
     re.IGNORECASE,
 )
 _FOOTNOTE = re.compile(r"^\(\d\)$")
+# A footnote's mark: "(4)", "(b)".
+FOOTNOTE_MARK = r"\((?:\d|[a-z])\)"
 # Footnote marks closing a label: "Total net sales (4)", "Other liabilities (b)".
-_LABEL_FOOTNOTES = re.compile(r"(?:\s*\((?:\d|[a-z])\))+$")
+_LABEL_FOOTNOTES = re.compile(rf"(?:\s*{FOOTNOTE_MARK})+$")
 _CHANGE = re.compile(r"^(?:%\s*)?change$", re.IGNORECASE)
 _CHANGE_WORD = re.compile(r"\bchange\b", re.IGNORECASE)
 # A heading above a year line: "Three Months Ended", "Six Months Ended

@@ -229,6 +229,12 @@ _ASKS_SHARE = re.compile(
 )
 
 
+def _own_and_group(label: str) -> tuple[str, str]:
+    """A quoted row's own label and the group it is quoted with ("" if none)."""
+    grouped = _GROUP.match(label)
+    return (grouped.group("own"), grouped.group("group")) if grouped else (label, "")
+
+
 def asks_share(question: str) -> bool:
     return bool(_ASKS_SHARE.search(question))
 
@@ -257,8 +263,7 @@ def row_label_bonus(
         if not shares and all(p.split(",")[0].strip().endswith("%") for p in parts):
             return 0.0
     label = row.group("label") if row is not None else defined.group("term") if defined is not None else ""
-    grouped = _GROUP.match(label)
-    own_text, group_text = grouped.group("own", "group") if grouped else (label, "")
+    own_text, group_text = _own_and_group(label)
     weights: dict[str, float] = {}
     for t, w in asked.items():
         key = _LABEL_SYNONYMS.get(t, t)
@@ -326,12 +331,7 @@ def defined_labels(
     where to look) and its numbers say nothing of what is asked: they never
     make a definition. Also returns the labels so defined (lower case), for
     row_label_bonus."""
-    labels = set()
-    for unit in units:
-        row = _ROW_QUOTE.match(unit)
-        if row:
-            grouped = _GROUP.match(row.group("label"))
-            labels.add((grouped.group("own") if grouped else row.group("label")).lower())
+    labels = {_own_and_group(row.group("label"))[0].lower() for row in map(_ROW_QUOTE.match, units) if row}
     what_asked = {t: w for t, w in asked.items() if t not in where and not t.isdigit()}
     phrases = _pairs([t for t in question if t in what_asked])
     total = sum(what_asked.values())
