@@ -207,12 +207,12 @@ def _stacked(lines: list[str], at: int, cells: list[str]) -> list[str]:
     return headings
 
 
+# A date as a column heading writes it: "Jul 1, 2023", "Sept. 24, 2022".
+_DATE = r"[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d"
 # A column heading that names a period: "Q2 2023", "YTD 2022", "Jul 1, 2023", "2023".
-_PERIOD_CELL = re.compile(
-    r"^(?:(?:Q[1-4]|YTD|FY|H[12]|Fiscal)\s?(?:19|20)\d\d|(?:19|20)\d\d|[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d)$"
-)
+_PERIOD_CELL = re.compile(rf"^(?:(?:Q[1-4]|YTD|FY|H[12]|Fiscal)\s?(?:19|20)\d\d|(?:19|20)\d\d|{_DATE})$")
 # Full dates in one cell, as a PDF's text joins them ("Apr 1, 2023 Dec 31, 2022").
-_FULL_DATE = re.compile(r"\b[A-Z][a-z]{2,8}\.? \d{1,2}, (?:19|20)\d\d\b")
+_FULL_DATE = re.compile(rf"\b{_DATE}\b")
 _PERIOD_CODE = re.compile(r"^(?:Q[1-4]|YTD|FY|H[12]|Fiscal)\s?(?:19|20)\d\d$")
 # A column a quote leaves out: the second column of a period ("% of Net Revenue" beside "Amount").
 SKIPPED = "\x00"
