@@ -167,6 +167,11 @@ def _heading_under_row(line: str, previous: str, following: str) -> bool:
 
 
 _FOOTNOTE_MARK = re.compile(rf"^{FOOTNOTE_MARK}\s+(?=[A-Z])")
+# A list item's marker: "•   Microsoft Cloud revenue increased 24% to $25.7
+# billion." (a filing's text, the marker set off by spaces as a cell is) or
+# "• LinkedIn revenue increased 17%." (its PDF), or Markdown's "- " and "* "
+# before a word.
+_BULLET = re.compile(r"^(?:[•▪■●◦‣∙]|[-*](?=\s+[^\W\d]))\s+")
 
 
 def answer_units(text: str, rows: bool = True) -> list[str]:
@@ -197,6 +202,14 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
         if not line:
             close()
             continue
+        bullet = _BULLET.match(line) if rows else None
+        if bullet:
+            # A list item is a unit of its own, without its marker: glued to
+            # the lead-in above, "… included: • Microsoft Cloud revenue
+            # increased 24% …" read as one sentence, and a text file's
+            # "•   Microsoft Cloud …" was dropped as a line of cells.
+            close()
+            line = line[bullet.end() :]
         if is_noise(line):
             close()
             continue
@@ -206,7 +219,7 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
             if rows and quote is not None:
                 units.append(quote)
             continue
-        if not paragraph and _is_heading(line, previous, following):
+        if not paragraph and not bullet and _is_heading(line, previous, following):
             continue
         # A run-in heading, or one right under a table's last row ("Total $
         # 14,726" / "Contingencies" / "The Company is subject to …"), or a

@@ -126,6 +126,32 @@ def test_an_initialism_ends_an_answer_sentence_only_before_a_sentence_opener() -
     ]
 
 
+def test_a_list_item_is_a_unit_of_its_own_in_a_text_file_and_a_pdf() -> None:
+    # Before: a filing's text sets its bullets off by spaces, as it does a
+    # table's cells ("•   Microsoft Cloud revenue increased 24% …"), and
+    # every such item was dropped as a line of column headings; its PDF's
+    # "• " items were glued to the lead-in above them.
+    text_file = (
+        "Highlights from the first quarter compared with the prior year included:\n"
+        "   •   Cloud revenue increased 24% to $25.7 billion.\n"
+        "   •   Consumer subscribers increased to\n"
+        "   61.3 million.\n"
+    )
+    pdf = text_file.replace("   •   ", "• ").replace("   61.3", "61.3")
+    for page in (text_file, pdf):
+        assert answer_units(page) == [
+            "Highlights from the first quarter compared with the prior year included:",
+            "Cloud revenue increased 24% to $25.7 billion.",
+            "Consumer subscribers increased to 61.3 million.",
+        ], page
+    # Markdown's items too; a minus before a figure is no list marker.
+    assert answer_units("Sales grew:\n- Europe rose 5%.\n- Asia fell 2%.\n") == [
+        "Sales grew:",
+        "Europe rose 5%.",
+        "Asia fell 2%.",
+    ]
+
+
 def _filing(company: str, quarter: str, research: str, other: str = "") -> str:
     return (
         f"UNITED STATES\nFORM 10-Q\nFor the quarterly period ended {quarter}\n\n{company}\n"
