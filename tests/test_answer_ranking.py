@@ -567,6 +567,33 @@ def test_a_row_the_document_defines_with_the_questions_words_answers_it() -> Non
     assert "Technology and content costs include payroll" in answer.split(" [1]. ", 2)[1], answer
 
 
+def test_a_definition_that_outscores_its_row_follows_it() -> None:
+    # Before: asked with more of the question's words ("… R&D expenditure
+    # … compare to previous quarters"), the definition outscored its row
+    # and its words pushed the row's figure past the answer's first lines.
+    from docsum.models.answerrank import rows_before_definitions
+
+    row = "Technology and content (Operating expenses): 14,842 million, three months ended March 31, 2022."
+    definition = "Technology and content costs include payroll for research and development."
+    other = "Cash capital expenditures were $13.7 billion."
+    defined = frozenset({"technology and content"})
+    assert rows_before_definitions([(5, definition), (9, other), (2, row)], defined) == [
+        (9, other),
+        (2, row),
+        (5, definition),
+    ]
+    # Already after its row, or without its row, or not a defined label: as chosen.
+    assert rows_before_definitions([(2, row), (5, definition)], defined) == [(2, row), (5, definition)]
+    assert rows_before_definitions([(5, definition), (9, other)], defined) == [(5, definition), (9, other)]
+    assert rows_before_definitions([(5, definition), (2, row)], frozenset()) == [(5, definition), (2, row)]
+    answer = ExtractiveLLM().answer(
+        "How does Acme's R&D expenditure in the most recent quarter compare to previous quarters, "
+        "and which research and development of new and existing products and services does it pay for?",
+        f"[1] (source: q1.txt)\n{OPERATING_EXPENSES}",
+    )
+    assert answer.index("Technology and content: 14,842 million") < answer.index("content costs include"), answer
+
+
 def test_a_definition_holding_one_passing_word_of_the_question_names_no_row() -> None:
     from docsum.models.answerrank import defined_labels
 

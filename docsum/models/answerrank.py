@@ -351,6 +351,37 @@ def defined_labels(
     return found, frozenset(terms_defined)
 
 
+def rows_before_definitions(chosen: list[tuple[int, str]], definitions: frozenset[str]) -> list[tuple[int, str]]:
+    """`chosen` (an answer's units, best first) with each sentence defining
+    one of `definitions` moved to just after the row it defines, when that
+    row is chosen too: the row holds the figure asked for, the definition
+    says why it answers. Read with the question's words, a definition can
+    outscore its row, and its forty words had pushed the row's figure past
+    the answer's first lines ("Technology and content costs include …
+    research and development …" before the "Technology and content" row)."""
+    if not definitions:
+        return chosen
+
+    def defines(text: str) -> str | None:
+        defined = _DEFINES.match(text.strip())
+        term = defined.group("term").lower() if defined else None
+        return term if term in definitions else None
+
+    def row_of(text: str) -> str | None:
+        row = _ROW_QUOTE.match(text)
+        return _own_and_group(row.group("label"))[0].lower() if row else None
+
+    ordered = list(chosen)
+    for unit in chosen:
+        term = defines(unit[1])
+        rows = [i for i, (_, text) in enumerate(ordered) if row_of(text) == term]
+        if term is None or not rows or rows[0] < ordered.index(unit):
+            continue
+        ordered.remove(unit)
+        ordered.insert(rows[0], unit)  # the row moved up one place: just after it
+    return ordered
+
+
 # A question about one quarter ("in its Q3 2023 10-Q", "the most recent
 # quarter") is answered by that quarter's figures, not by the year to date
 # a filing reports beside them: Apple's "During the nine months ended July 1,

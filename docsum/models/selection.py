@@ -26,6 +26,7 @@ from docsum.models.answerrank import (
     is_quotable,
     period_factor,
     row_label_bonus,
+    rows_before_definitions,
     spelled_out,
 )
 from docsum.models.prose import informative_bonus
@@ -254,7 +255,7 @@ def select_units(
         chosen.append((pos, text))
         chosen_terms.append(words)
         used += cost
-    return chosen
+    return rows_before_definitions(chosen, definitions)
 
 
 def _head_within(text: str, budget: int, tokenizer: Any) -> str:
