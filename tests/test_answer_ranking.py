@@ -672,3 +672,23 @@ def test_a_footnotes_mark_opens_no_answer_sentence() -> None:
     passage = "Total   102,673   $   94,569\n\n(1) On April 28, 2022, the Board of Directors authorized the purchase of an additional $90 billion of the Company's common stock."
     assert "On April 28, 2022, the Board of Directors authorized the purchase" in answer_units(passage)[-1]
     assert not answer_units(passage)[-1].startswith("(1)")
+
+
+def test_a_passage_is_judged_by_the_words_its_answer_is_ranked_by() -> None:
+    # Before: the coverage floor read bare terms, so "expense" missed
+    # "expenses": NVIDIA's stock-based compensation row covered 2 of this
+    # question's 14 words, its passage was declined, and compact, which
+    # reads a filing part by part, never read it again.
+    question = (
+        "In Acme's Q2 2023 10-Q, how does the discussion on employee compensation in the human resources "
+        "section relate to the reported financial expenses?"
+    )
+    context = (
+        "[1] (source: q2.pdf)\nCONDENSED CONSOLIDATED STATEMENTS OF CASH FLOWS\n(In millions)\nSix Months Ended\n"
+        "July 30, July 31,\n2023 2022\nCash flows from operating activities:\n"
+        "Stock-based compensation expense 1,576 1,226\nDepreciation and amortization 749 712\n"
+    )
+    answer = ExtractiveLLM().answer(question, context)
+    assert answer.startswith(
+        "Stock-based compensation expense (Cash flows from operating activities): 1,576 million"
+    ), answer

@@ -22,7 +22,7 @@ from docsum.citations import cited_pieces, markers_in, split_numbered, strip_mar
 from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import says_cannot_answer
-from docsum.models.answerrank import answer_terms
+from docsum.models.answerrank import answer_terms, spelled_out
 from docsum.models.hops import SeenPassages, hop_answer, is_chained
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
@@ -213,7 +213,12 @@ class ExtractiveLLM(LLM):
         that reaches its answer through something it does not name is
         answered by a chain of sentences across documents, or declined
         (docsum.models.hops)."""
-        q = set(terms(query))
+        # Read as select_units reads them (answer_terms): "expenses" meets
+        # "expense", "R&D" meets "research". With bare terms, NVIDIA's
+        # "Stock-based compensation expense" row covered 2 of a long
+        # question's 14 words, its passage was declined, and compact
+        # never read it again.
+        q = set(answer_terms(spelled_out(query)))
         if not q:
             return self.extract(query, context)
         if is_chained(query):
@@ -222,7 +227,7 @@ class ExtractiveLLM(LLM):
         hops = hop_answer(query, units, marks, context)
         if hops is not None:
             return self._chain(units, marks, hops) if hops else ABSTENTION_TEXT
-        best = max((len(q & set(terms(s))) / len(q) for s in units), default=0.0)
+        best = max((len(q & set(answer_terms(s))) / len(q) for s in units), default=0.0)
         return self.extract(query, context) if best >= ANSWER_COVERAGE_FLOOR else ABSTENTION_TEXT
 
     def _chain(self, units: list[str], marks: list[int | None], hops: list[int]) -> str:
