@@ -195,9 +195,16 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
         units.extend(found)
         paragraph.clear()
 
+    under_heading = False
     for i, raw in enumerate(lines):
         line = raw.strip()
-        previous = lines[i - 1] if i else ""
+        # A line under a heading starts a block, as one under a blank line
+        # does: "Note 7 : Investments" / "Short-term Investments" / "Short-term
+        # investments include …" read as "Short-term Investments Short-term
+        # investments include …". (Answers only: summaries keep the rule they
+        # were built with.)
+        previous = "" if under_heading else lines[i - 1] if i else ""
+        under_heading = False
         following = lines[i + 1] if i + 1 < len(lines) else ""
         if not line:
             close()
@@ -220,6 +227,7 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
                 units.append(quote)
             continue
         if not paragraph and not bullet and _is_heading(line, previous, following):
+            under_heading = rows
             continue
         # A run-in heading, or one right under a table's last row ("Total $
         # 14,726" / "Contingencies" / "The Company is subject to …"), or a

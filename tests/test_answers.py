@@ -152,6 +152,16 @@ def test_a_list_item_is_a_unit_of_its_own_in_a_text_file_and_a_pdf() -> None:
     ]
 
 
+def test_a_heading_under_a_heading_is_glued_to_no_sentence() -> None:
+    # Before: Intel's "Note 7 : Investments" / "Short-term Investments" was
+    # quoted as "Short-term Investments Short-term investments include …".
+    page = (
+        "\nNote 7 : Investments\nShort-term Investments\n"
+        "Short-term investments include marketable debt investments in corporate debt.\n"
+    )
+    assert answer_units(page) == ["Short-term investments include marketable debt investments in corporate debt."]
+
+
 def _filing(company: str, quarter: str, research: str, other: str = "") -> str:
     return (
         f"UNITED STATES\nFORM 10-Q\nFor the quarterly period ended {quarter}\n\n{company}\n"
