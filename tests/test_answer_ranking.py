@@ -393,8 +393,18 @@ def test_a_pointer_to_another_part_of_the_filing_is_not_an_answer() -> None:
     assert answer.startswith("In the first quarter we issued $11.0 billion"), answer
     assert "Refer to Note" not in answer
     assert not is_quotable("This report should be read in conjunction with the financial statements in our Form 10-K.")
+    # Before, these were quoted in Intel's answers on debt and currency and
+    # Apple's on market risk, each above a figure.
+    for pointer in (
+        "Refer also to the other information set forth in this Form 10-Q, including in the MD&A.",
+        "For a discussion of the Company’s exposure to market risk, refer to the Company’s market risk "
+        "disclosures set forth in Part II, Item 7A of the 2022 Form 10-K.",
+        'We have defined certain terms and abbreviations used throughout our Form 10-Q in "Key Terms".',
+    ):
+        assert not is_quotable(pointer), pointer
     # A cross-reference that gives an amount of its own still answers.
     assert is_quotable("See Note 5, where the $1.2 billion charge is described.")
+    assert is_quotable("For a discussion of the charge, we recorded $1.2 billion in the quarter.")
 
 
 def test_refine_weighs_words_over_the_whole_passage_it_reads() -> None:

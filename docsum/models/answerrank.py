@@ -146,11 +146,16 @@ def is_form_text(unit: str) -> bool:
 
 
 # A sentence that only says where to read ("Refer to Note 10 – Debt … for
-# further discussion", "See Item 1 of Part I …", "This report should be read
-# in conjunction with the Consolidated Financial Statements in our Form
-# 10-K"): it shares the question's words and answers nothing.
+# further discussion", "Refer also to the other information set forth in
+# this Form 10-Q", "For a discussion of … market risk, refer to … Part II,
+# Item 7A", "See Item 1 of Part I …", "This report should be read in
+# conjunction with the Consolidated Financial Statements in our Form 10-K",
+# "We have defined certain terms and abbreviations used throughout our Form
+# 10-Q in "Key Terms""): it shares the question's words and answers nothing.
 _POINTER = re.compile(
-    r"^(?:refer to|see|for (?:additional|further|more) (?:information|discussion),? (?:see|refer))\b"
+    r"^(?:refer (?:also )?to|see|for (?:additional|further|more) (?:information|discussion),? (?:see|refer))\b"
+    r"|^for a discussion of [^.]*?, (?:see|refer to)\b"
+    r"|\b(?:terms|abbreviations) used throughout\b"
     r"|\bshould be read in conjunction with\b"
     r"|\b(?:is|are) (?:described|discussed|included) in (?:part|item|note)\b",
     re.IGNORECASE,
