@@ -254,3 +254,18 @@ def test_a_sentence_does_not_end_at_a_title_before_a_name() -> None:
         "The current leader is Hon. Winnie Kiiza.",
         "Dr. Sol Baptiste fixed the oven.",
     ]
+
+
+def test_a_passage_compact_splits_between_two_parts_keeps_the_earlier_ones_in_view() -> None:
+    from docsum.models.hops import SeenPassages
+
+    seen = SeenPassages()
+    first = "[1] (source: a.txt)\nThe journal is published by the Society.\n\n[2] (source: b.txt)\nThe Society was"
+    seen.context("Who founded the publisher of the journal?", first)
+    # compact cut passage 2 between two parts: the next one opens with it.
+    second = "[2] (source: b.txt)\nfounded by Mara Quinn.\n\n[3] (source: c.txt)\nOther text."
+    both = seen.context("Who founded the publisher of the journal?", second)
+    assert "published by the Society" in both and "founded by Mara Quinn" in both
+    # A question asked afresh (numbered from 1 again) starts afresh.
+    again = seen.context("Who founded the publisher of the journal?", first)
+    assert again == first

@@ -396,7 +396,9 @@ class SeenPassages:
         if not numbers:
             return context
         last, earlier = self._seen.pop(question, (0, ""))
-        if earlier and numbers[0] == last + 1:
+        # compact may split a long passage between two parts: the next part
+        # then opens with the passage the last one closed with.
+        if earlier and numbers[0] <= last + 1 and numbers[-1] > last:
             context = f"{earlier}\n\n{context}"
         self._seen[question] = (numbers[-1], context)
         if len(self._seen) > MAX_REMEMBERED:
