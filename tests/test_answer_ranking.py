@@ -400,6 +400,8 @@ def test_a_pointer_to_another_part_of_the_filing_is_not_an_answer() -> None:
         "For a discussion of the Company’s exposure to market risk, refer to the Company’s market risk "
         "disclosures set forth in Part II, Item 7A of the 2022 Form 10-K.",
         'We have defined certain terms and abbreviations used throughout our Form 10-Q in "Key Terms".',
+        "Information relating to quantitative and qualitative disclosures about market risk is set forth below "
+        "and in Item 2 of Part I, “Management’s Discussion and Analysis”.",
     ):
         assert not is_quotable(pointer), pointer
     # A cross-reference that gives an amount of its own still answers.

@@ -151,13 +151,14 @@ def is_form_text(unit: str) -> bool:
 # Item 7A", "See Item 1 of Part I …", "This report should be read in
 # conjunction with the Consolidated Financial Statements in our Form 10-K",
 # "We have defined certain terms and abbreviations used throughout our Form
-# 10-Q in "Key Terms""): it shares the question's words and answers nothing.
+# 10-Q in "Key Terms"", "… market risk is set forth below and in Item 2 of
+# Part I"): it shares the question's words and answers nothing.
 _POINTER = re.compile(
     r"^(?:refer (?:also )?to|see|for (?:additional|further|more) (?:information|discussion),? (?:see|refer))\b"
     r"|^for a discussion of [^.]*?, (?:see|refer to)\b"
     r"|\b(?:terms|abbreviations) used throughout\b"
     r"|\bshould be read in conjunction with\b"
-    r"|\b(?:is|are) (?:described|discussed|included) in (?:part|item|note)\b",
+    r"|\b(?:is|are) (?:described|discussed|included|set forth)(?: below and)? in (?:part|item|note)\b",
     re.IGNORECASE,
 )
 _AMOUNT = re.compile(r"[$€£%]|\b(?:million|billion)\b", re.IGNORECASE)
