@@ -241,6 +241,12 @@ def _own_and_group(label: str) -> tuple[str, str]:
     return (grouped.group("own"), grouped.group("group")) if grouped else (label, "")
 
 
+def _row_label(unit: str) -> str | None:
+    """A quoted row's own label, in lower case (None for anything else)."""
+    row = _ROW_QUOTE.match(unit)
+    return _own_and_group(row.group("label"))[0].lower() if row else None
+
+
 def asks_share(question: str) -> bool:
     return bool(_ASKS_SHARE.search(question))
 
@@ -337,7 +343,7 @@ def defined_labels(
     where to look) and its numbers say nothing of what is asked: they never
     make a definition. Also returns the labels so defined (lower case), for
     row_label_bonus."""
-    labels = {_own_and_group(row.group("label"))[0].lower() for row in map(_ROW_QUOTE.match, units) if row}
+    labels = {label for label in map(_row_label, units) if label}
     what_asked = {t: w for t, w in asked.items() if t not in where and not t.isdigit()}
     phrases = _pairs([t for t in question if t in what_asked])
     total = sum(what_asked.values())
@@ -373,14 +379,10 @@ def rows_before_definitions(chosen: list[tuple[int, str]], definitions: frozense
         term = defined.group("term").lower() if defined else None
         return term if term in definitions else None
 
-    def row_of(text: str) -> str | None:
-        row = _ROW_QUOTE.match(text)
-        return _own_and_group(row.group("label"))[0].lower() if row else None
-
     ordered = list(chosen)
     for unit in chosen:
         term = defines(unit[1])
-        rows = [i for i, (_, text) in enumerate(ordered) if row_of(text) == term]
+        rows = [i for i, (_, text) in enumerate(ordered) if _row_label(text) == term]
         if term is None or not rows or rows[0] < ordered.index(unit):
             continue
         ordered.remove(unit)
