@@ -498,6 +498,31 @@ def test_hidden_documents_count_as_absent_in_the_question_weights() -> None:
     )
 
 
+def test_a_name_opening_with_what_a_document_is_about_is_about_it_too() -> None:
+    from docsum.models.abstain import missing_names, question_names
+
+    # Before: "How did Microsoft Cloud revenue change in the first quarter of
+    # fiscal year 2023?" found no filing about "Microsoft Cloud" (a product
+    # line is named less often than a long filing's words ask) and was not
+    # answered, exit 5.
+    names = question_names("How did Microsoft Cloud revenue change in the first quarter of 2023?")
+    assert names == ["microsoft cloud", "q1 2023"]
+    filler = "Revenue grew in every segment and the company opened new data centers. " * 1500
+    msft = _keys(
+        "2023_Q1_MSFT.txt",
+        "A quarterly report: Microsoft Corporation.",
+        filler + " Microsoft Cloud revenue increased 22%. Microsoft Cloud gross margin rose.",
+    )
+    assert missing_names(names, msft) == []
+    # A document about something else that names it twice is still no source.
+    intel = _keys(
+        "2023_Q1_INTC.txt",
+        "A quarterly report: Intel Corporation.",
+        filler + " Microsoft Cloud bought chips. Microsoft Cloud paid.",
+    )
+    assert missing_names(names, intel) == ["microsoft cloud"]
+
+
 def test_the_owner_of_what_is_asked_must_be_what_a_source_is_about() -> None:
     from docsum.models.abstain import missing_names, subject_names
 

@@ -385,6 +385,15 @@ class DocumentKeys:
         least once every WORDS_PER_MENTION words."""
         if self.name.has_all(name) or (self.summary.count(name) and not is_figure(name)):
             return True
+        # A name that opens with what the document is about, mentioned
+        # whole: Microsoft's filing is about "Microsoft Cloud", Amazon's
+        # about "Amazon Web Services", though a product line is named less
+        # often than a company. Without this, "How did Microsoft Cloud
+        # revenue change in the first quarter of fiscal year 2023?" found
+        # no filing about it and was not answered.
+        first, _, rest = name.partition(" ")
+        if rest and not is_figure(name) and self.body.count(name) >= MIN_MENTIONS and self.is_about(first):
+            return True
         often = self.body.count(name) >= max(MIN_MENTIONS, len(self.body.sequence) / WORDS_PER_MENTION)
         if all(_PERIOD.match(part) for part in name.split(" ")) and any(
             _PERIOD.match(word) for word in self.name.words
