@@ -704,3 +704,17 @@ def test_a_passage_is_judged_by_the_words_its_answer_is_ranked_by() -> None:
     assert answer.startswith(
         "Stock-based compensation expense (Cash flows from operating activities): 1,576 million"
     ), answer
+
+
+def test_a_cash_flow_sections_changes_are_not_the_change_a_question_asks_about() -> None:
+    from docsum.models.answerrank import row_label_bonus
+
+    # Before: "How did Microsoft Cloud revenue change …?" was answered with
+    # "Unearned revenue (Changes in operating assets and liabilities)", and
+    # accounting-policy questions with "Accounts payable (Changes in …)".
+    # The section's "Changes" counts for nothing: the row weighs as it would
+    # under any other heading.
+    asked = {"cloud": 1.0, "revenu": 1.0, "chang": 1.0}
+    row = "Unearned revenue (Changes in operating assets and liabilities): (5,186) million, 2022."
+    same_row = "Unearned revenue (Current liabilities): 13,227 million, 2022."
+    assert 0.0 < row_label_bonus(row, asked) == row_label_bonus(same_row, asked)

@@ -37,7 +37,11 @@ _PERIOD_TERMS = frozenset({"quarter", "first", "second", "third", "fourth", "mon
 # Words of a label that name a statement's section, not a figure:
 # "Operating activities" is the operating cash flow a question about "cash
 # flows from operations" asks for, though the question never says "activities".
-_CATEGORY_TERMS = frozenset({"activity"})
+# "Changes in operating assets and liabilities" is a section of the cash
+# flow statement, not the change a question asks about ("How did Microsoft
+# Cloud revenue change …" was answered with "Unearned revenue (Changes in
+# operating assets and liabilities)").
+_CATEGORY_TERMS = frozenset({"activity", "chang"})
 # Words of a question that say where or when to look, not what to find
 # ("reported in the most recent quarter", "disclosed in the 10-Q"): grounding
 # and "the latest" have already chosen the filing, so in an answer's
