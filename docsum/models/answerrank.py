@@ -269,9 +269,7 @@ def row_label_bonus(
     answers, and it keeps the row's label named when a later part of the
     context is read."""
     row = _ROW_QUOTE.match(text)
-    defined = None if row else _DEFINES.match(text.strip())
-    if defined is not None and defined.group("term").lower() not in definitions:
-        defined = None
+    defined = None if row else _definition_of(text, definitions)
     if not asked or (row is None and defined is None):
         return 0.0
     if row is not None:
@@ -318,6 +316,12 @@ _DEFINES = re.compile(
     r"^(?P<term>[A-Z][\w&,' -]{2,80}?) (?:costs |expenses |charges )?"
     r"(?:include|includes|consist of|consists of|comprise|comprises) (?P<what>.+)$"
 )
+
+
+def _definition_of(unit: str, definitions: frozenset[str]) -> re.Match[str] | None:
+    """`unit` as a sentence defining one of `definitions` (lower case), or None."""
+    defined = _DEFINES.match(unit.strip())
+    return defined if defined and defined.group("term").lower() in definitions else None
 
 
 # A definition lists many things ("… associated with finance, legal,
@@ -377,15 +381,10 @@ def rows_before_definitions(chosen: list[tuple[int, str]], definitions: frozense
     research and development …" before the "Technology and content" row)."""
     if not definitions:
         return chosen
-
-    def defines(text: str) -> str | None:
-        defined = _DEFINES.match(text.strip())
-        term = defined.group("term").lower() if defined else None
-        return term if term in definitions else None
-
     ordered = list(chosen)
     for unit in chosen:
-        term = defines(unit[1])
+        defined = _definition_of(unit[1], definitions)
+        term = defined.group("term").lower() if defined else None
         rows = [i for i, (_, text) in enumerate(ordered) if _row_label(text) == term]
         if term is None or not rows or rows[0] < ordered.index(unit):
             continue
