@@ -100,6 +100,39 @@ def row(label: str, corpus: str, data: dict[str, Any]) -> str:
     )
 
 
+def rescore() -> None:
+    """The figure measure of every stored result that keeps its answers
+    (--details), measured again with the working tree's
+    docsum.query.answermeasures: a corrected measure applies to every round."""
+    sys.path.insert(0, str(REPO))
+    from docsum.query.answermeasures import GradedAnswer
+    from docsum.query.answermeasures import measure as measure_answers
+
+    for path in sorted(OUT.glob("*-sec-10-q*.json")):
+        data = json.loads(path.read_text())
+        if "questions" not in data:
+            continue
+        questions = {}
+        for line in (EVAL / "sec-10-q" / "questions.jsonl").read_text().splitlines():
+            if line.strip():
+                q = json.loads(line)
+                questions[q["id"]] = q
+        graded = [
+            GradedAnswer(
+                item["kind"],
+                questions[item["id"]]["question"],
+                item["answer"].get("text", ""),
+                item["answer"].get("status") == "ok" and bool(item["answer"].get("text", "").strip()),
+                questions[item["id"]].get("answer"),
+            )
+            for item in data["questions"]
+            if item.get("answer")
+        ]
+        stored = data["answers"]["measures"]["figure_in_first_50_words"]
+        now = measure_answers(graded).figure_first_50
+        print(f"| {path.stem} | {stored['hits']}/{stored['n']} | {now.hits}/{now.n} ({now.rate:.1%}) |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -110,7 +143,11 @@ def main() -> None:
     parser.add_argument("--skip-old", action="store_true")
     parser.add_argument("--corpus", action="append", choices=sorted(CORPORA))
     parser.add_argument("--force", action="store_true")
+    parser.add_argument("--rescore", action="store_true", help="only measure the stored answers again (see rescore)")
     args = parser.parse_args()
+    if args.rescore:
+        rescore()
+        return
     print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(), file=sys.stderr)
     OUT.mkdir(parents=True, exist_ok=True)
     revisions = ([] if args.skip_old else [(rev, rev) for rev in args.old or ["9b98219"]]) + [("after", "HEAD")]

@@ -12,7 +12,7 @@ from helpers import run_cli_parts as run
 
 from docsum.layout import answer_units
 from docsum.lexical import sentences
-from docsum.query.answermeasures import GradedAnswer, figures, measure, wrong_entity
+from docsum.query.answermeasures import GradedAnswer, Share, figures, measure, wrong_entity
 from docsum.tablerows import row_quote
 
 # A statement laid out as PDF text gives it: one row a line, single spaces,
@@ -233,6 +233,21 @@ def test_offline_answers_are_short_by_default_and_longer_when_asked(tmp_path: Pa
 
 def test_figures_leave_out_years_and_keep_amounts() -> None:
     assert figures("$7,709 million in 2022, up 12.50% from 6,306; Q3") == {"7709", "12.5", "6306"}
+
+
+def test_a_dates_day_or_a_forms_number_is_no_figure_found() -> None:
+    # A reference answer "for the quarter ended October 29, 2023" and an
+    # answer "As of October 29, 2023, there have been no material changes"
+    # share a day, not a fact: counted, 11 of 64 SEC hits were such days.
+    assert figures("As of October 29, 2023 and Apr 1, 2023 (29 October), in our Form 10-Q: 31 stores") == {"31"}
+    day_only = GradedAnswer(
+        "single",
+        "What was Zenith's tax rate in its latest 10-Q?",
+        "As of October 29, 2023, there were no material changes [1].",
+        True,
+        "For the quarter ended October 29, 2023, the rate was 12.2%, per the 10-Q.",
+    )
+    assert measure([day_only]).figure_first_50 == Share(0, 1)
 
 
 def test_measures_count_the_fact_first_and_the_wrong_entity() -> None:
