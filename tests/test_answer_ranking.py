@@ -336,6 +336,16 @@ def test_a_cover_pages_lines_are_never_quoted() -> None:
         "The information contained in the Periodic Report fairly presents, in all material respects, the "
         "financial condition of the Company at the end of the period covered by the Periodic Report."
     )
+    # The auditor's review report and the forward-looking-statements notice:
+    # before, they led answers on Microsoft's tax rate and Apple's.
+    assert not is_quotable(
+        'We have reviewed the accompanying condensed consolidated balance sheet of Acme Corporation (the "Company") '
+        "as of September 30, 2023, and the related condensed consolidated financial statements."
+    )
+    assert not is_quotable(
+        "This section and other parts of this Quarterly Report on Form 10-Q contain forward-looking statements, "
+        "within the meaning of the Private Securities Litigation Reform Act of 1995, that involve risks."
+    )
     assert is_quotable("Inventories decreased to $2,500 million as we reduced orders from suppliers.")
 
 
@@ -379,6 +389,28 @@ def test_words_that_say_when_to_look_do_not_outrank_what_is_asked() -> None:
     assert answer.startswith("Net revenue: $14,158, three months ended Sep 30, 2023; $15,338, Oct 1, 2022"), answer
 
 
+def test_the_parts_of_a_filing_a_question_names_say_where_to_look_not_what() -> None:
+    # "… the stated tax rate in the financial statements compare with the
+    # discussion on tax issues in the notes": before, a sentence about the
+    # financial statements and their notes led the answer, above the rate.
+    engine = ExtractiveLLM()
+    context = (
+        "[1] (source: report.txt)\n"
+        "The decrease in our effective tax rate was primarily due to tax benefits from tax law changes.\n\n"
+        "Compliance with new tax legislation may require the use of estimates in our consolidated financial "
+        "statements and the notes to them, and significant judgment in accounting for its provisions.\n\n"
+        "Our effective tax rate was 18% and 19% for the three months ended September 30, 2023 and 2022, "
+        "respectively.\n\n"
+        "Revenue increased $4.2 billion or 13% driven by growth in cloud services.\n"
+    )
+    question = (
+        "In the most recent 10-Q, how does Acme's stated tax rate in the financial statements compare with the "
+        "discussion on tax issues in the notes?"
+    )
+    answer = engine.answer(question, context)
+    assert answer.startswith("Our effective tax rate was 18%"), answer
+
+
 def test_a_pointer_to_another_part_of_the_filing_is_not_an_answer() -> None:
     from docsum.models.answerrank import is_quotable
 
@@ -402,6 +434,7 @@ def test_a_pointer_to_another_part_of_the_filing_is_not_an_answer() -> None:
         'We have defined certain terms and abbreviations used throughout our Form 10-Q in "Key Terms".',
         "Information relating to quantitative and qualitative disclosures about market risk is set forth below "
         "and in Item 2 of Part I, “Management’s Discussion and Analysis”.",
+        "The metrics are disclosed in the MD&A or the Notes to Financial Statements (Part I, Item 1 of this Form 10-Q).",
     ):
         assert not is_quotable(pointer), pointer
     # A cross-reference that gives an amount of its own still answers.

@@ -15,7 +15,6 @@ from typing import Any
 from docsum.lexical import terms
 from docsum.models.abstain import name_terms, phrase_key, question_names
 from docsum.models.answerrank import (
-    FRAME_TERMS,
     FRAME_WEIGHT,
     LONG_UNIT_WORDS,
     answer_terms,
@@ -23,6 +22,7 @@ from docsum.models.answerrank import (
     asks_share,
     defined_labels,
     folded,
+    frame_terms,
     is_quotable,
     period_factor,
     row_label_bonus,
@@ -100,7 +100,7 @@ def asked_terms(query: str, units: list[str]) -> set[str]:
     and the words of row labels that `units` define with them
     (answerrank.defined_labels: "Technology and content" for R&D)."""
     question = answer_terms(spelled_out(query))
-    where = frozenset(FRAME_TERMS | {folded(t) for t in name_terms(query)})
+    where = frame_terms(query) | {folded(t) for t in name_terms(query)}
     return set(question) | defined_labels(units, question, dict.fromkeys(question, 1.0), where)[0].keys()
 
 
@@ -155,7 +155,7 @@ def select_units(
     # has already kept documents that mention them, so in an answer they
     # count half, and the sentence with the asked-for fact wins.
     names = {folded(t) for t in name_terms(query)} if focused else set()
-    frame = FRAME_TERMS if focused else frozenset()
+    frame = frame_terms(query) if focused else frozenset()
     weight = {t: idf.get(t, 1.0) * (NAME_WEIGHT if t in names else FRAME_WEIGHT if t in frame else 1.0) for t in q}
     q_weight = sum(weight.values()) or 1.0
     centroid: Counter[str] = Counter()
