@@ -751,3 +751,25 @@ def test_a_cash_flow_sections_changes_are_not_the_change_a_question_asks_about()
     row = "Unearned revenue (Changes in operating assets and liabilities): (5,186) million, 2022."
     same_row = "Unearned revenue (Current liabilities): 13,227 million, 2022."
     assert 0.0 < row_label_bonus(row, asked) == row_label_bonus(same_row, asked)
+
+
+def test_a_question_on_a_rate_is_answered_by_that_rate_in_percent() -> None:
+    # Before: the sentence explaining the change, with its $3.3 billion, led
+    # the answer above the rate itself; another rate's percentage must not.
+    engine = ExtractiveLLM()
+    context = (
+        "[1] (source: report.txt)\n"
+        "The increase in our effective tax rate for the six months ended December 31, 2022 compared to the prior "
+        "year was primarily due to a $3.3 billion net income tax benefit in the first quarter of fiscal year 2022 "
+        "related to the transfer of intangible properties.\n\n"
+        "There were $6.8 billion of borrowings outstanding under the Commercial Paper Programs as of December 31, "
+        "2022, which had a weighted-average effective interest rate, including issuance costs, of 4.5%.\n\n"
+        "Our effective tax rate was 19% and 17% for the three months ended December 31, 2022 and 2021, "
+        "respectively.\n"
+    )
+    question = (
+        "What effective tax rate has Acme reported in these quarters and how does it differ from period to period?"
+    )
+    answer = engine.answer(question, context)
+    assert answer.startswith("Our effective tax rate was 19% and 17%"), answer
+    assert answer.index("$3.3 billion") > answer.index("19%")

@@ -59,6 +59,14 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
         re.compile(r"\bwhen\b|\bwhat (?:year|date|day|month)\b|\bwhich (?:year|date|day|month)\b", re.IGNORECASE),
         re.compile(rf"\b(?:{_MONTH_NAMES})\b[^.]*\b\d{{4}}\b|\b\d{{1,2}}\s+(?:{_MONTH_NAMES})\b|\b(?:1[5-9]|20)\d\d\b"),
     ),
+    # "What effective tax rate …": "Our effective tax rate was 19% and 17% …",
+    # not "The increase in our effective tax rate … was primarily due to a
+    # $3.3 billion net income tax benefit" (see _holds for whose rate). A
+    # currency's exchange rate asks for no percentage.
+    "percentage": (
+        re.compile(r"(?<!exchange )\brates?\b", re.IGNORECASE),
+        re.compile(r"\d%|\d\s?(?:percent|per cent)\b"),
+    ),
     "count": (
         re.compile(r"\bhow many\b", re.IGNORECASE),
         re.compile(r"\b\d[\d,]*\b"),
@@ -104,10 +112,18 @@ def asked_terms(query: str, units: list[str]) -> set[str]:
     return set(question) | defined_labels(units, question, dict.fromkeys(question, 1.0), where)[0].keys()
 
 
-def _holds(kind: str, text: str, asked_names: set[str]) -> bool:
+# The rate a question asks for, by the word before it ("tax rate").
+_RATE = re.compile(r"\b([a-z]+) rates?\b", re.IGNORECASE)
+
+
+def _holds(kind: str, text: str, asked_names: set[str], rate: str | None = None) -> bool:
     """`text` holds a fact of the kind asked for (see _ANSWER_TYPES) other
     than the question's own names: "Mara Quinn" for "Who directed Glass
-    Harbor?", not "Glass Harbor"."""
+    Harbor?", not "Glass Harbor". A percentage answers for the rate asked
+    (`rate`, "tax rate"), not for another one ("a weighted average interest
+    rate of 5.4%" for a question on the tax rate)."""
+    if kind == "percentage" and rate is not None and rate not in text.lower():
+        return False
     return any(phrase_key(m.group(0)) not in asked_names for m in _ANSWER_TYPES[kind][1].finditer(text))
 
 
@@ -165,6 +181,7 @@ def select_units(
     any_overlap = any(q & bag.keys() for bag in bags)
     wants_number = bool(_WANTS_NUMBER.search(query))
     wanted = [kind for kind, (asks, _) in _ANSWER_TYPES.items() if asks.search(query)]
+    rate = next((f"{m.group(1).lower()} rate" for m in _RATE.finditer(query)), None)
     asked_names = set(question_names(query)) if focused else set()
     shares = asks_share(query)
     one_quarter = focused and asks_one_quarter(query)
@@ -203,7 +220,7 @@ def select_units(
         if focused and any(t in bag for t in q - names):  # about the thing asked, not only its names
             # "How much … and when …": a sentence holding the kind of fact
             # asked for (an amount, a date) beats one that repeats the names.
-            score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _holds(kind, text, asked_names))
+            score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _holds(kind, text, asked_names, rate))
         if focused:
             score += row_label_bonus(text, label_weights, shares, definitions)
             score *= period_factor(text, one_quarter)
