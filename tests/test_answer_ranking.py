@@ -346,6 +346,14 @@ def test_a_cover_pages_lines_are_never_quoted() -> None:
         "This section and other parts of this Quarterly Report on Form 10-Q contain forward-looking statements, "
         "within the meaning of the Private Securities Litigation Reform Act of 1995, that involve risks."
     )
+    # An exhibit index's entry; a contract's numbered clause is none.
+    assert not is_quotable(
+        "4.1 Officer’s Certificate of the Registrant, dated as of May 10, 2023, including forms of global notes "
+        "representing the 4.421% Notes due 2026 8-K 4.1 5/10/23"
+    )
+    assert not is_quotable("31.1* Certification of Chief Executive Officer pursuant to Rule 13a-14(a).")
+    assert is_quotable("2.1 Term. This Agreement begins on the Effective Date and runs for three years.")
+    assert is_quotable("4.1 million customers joined the program during the quarter.")
     assert is_quotable("Inventories decreased to $2,500 million as we reduced orders from suppliers.")
 
 

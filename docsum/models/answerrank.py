@@ -167,11 +167,21 @@ def is_fragment(unit: str) -> bool:
 # A cover page's lines: the registrant's address and telephone number, the
 # form's title ("FORM 10-Q For the Quarterly Period Ended June 30, 2023").
 _COVER = re.compile(r"\(\d{3}\)\s?\d{3}-\d{4}|^form 10-[qk]\b", re.IGNORECASE)
+# An exhibit index's entry: the exhibit's number, its title, and the form it
+# was filed with or a certification ("4.1 Officer’s Certificate of the
+# Registrant, dated as of May 10, 2023, including forms of global notes
+# representing the 4.421% Notes due 2026 … 8-K" led an answer on Apple's tax
+# rate with its percentages). A contract's numbered clause is no entry.
+_EXHIBIT = re.compile(
+    r"^\d{1,3}\.\d{1,2}[*†#+]*\s+(?=[A-Z][a-z])"
+    r"(?=.*(?:\b(?:8-K|10-K|10-Q|S-[1-8])\b|\bfiled herewith\b|\bfurnished herewith\b|\bCertificat(?:e|ion)\b))"
+)
 
 
 def is_form_text(unit: str) -> bool:
     low = unit.lower()
-    return any(cue in low for cue in _FORM_TEXT) or bool(_COVER.search(unit.strip()))
+    text = unit.strip()
+    return any(cue in low for cue in _FORM_TEXT) or bool(_COVER.search(text) or _EXHIBIT.match(text))
 
 
 # A sentence that only says where to read ("Refer to Note 10 – Debt … for
