@@ -781,3 +781,27 @@ def test_a_question_on_a_rate_is_answered_by_that_rate_in_percent() -> None:
     answer = engine.answer(question, context)
     assert answer.startswith("Our effective tax rate was 19% and 17%"), answer
     assert answer.index("$3.3 billion") > answer.index("19%")
+
+
+def test_a_question_on_a_level_is_answered_by_a_balance_not_a_flow() -> None:
+    # Before: the cash flow statement's change in inventories led an answer
+    # on "inventory levels", above the balance sheet's inventories.
+    engine = ExtractiveLLM()
+    flows = (
+        "   Six Months Ended\n"
+        "   April 1,   March 26,\n"
+        "   2023   2022\n"
+        "Changes in operating assets and liabilities:\n"
+        "Inventories   (2,548)   1,065\n"
+        "Vendor non-trade receivables   (1,200)   900\n"
+    )
+    balances = (
+        "   April 1,   September 24,\n"
+        "   2023   2022\n"
+        "Current assets:\n"
+        "Inventories   7,482   4,946\n"
+        "Vendor non-trade receivables   17,963   32,748\n"
+    )
+    context = f"[1] (source: report.txt)\n{flows}\n\n[2] (source: report.txt)\n{balances}"
+    answer = engine.answer("What were Acme’s inventory levels in these quarters?", context)
+    assert answer.startswith("Inventories (Current assets): 7,482"), answer

@@ -449,6 +449,28 @@ def asks_one_quarter(question: str) -> bool:
     return bool(_ASKS_QUARTER.search(question)) and not _ASKS_LONGER.search(question)
 
 
+# A question about a level ("How have Apple's inventory levels changed …",
+# "the cash position") asks for a balance at a date, not for a period's
+# flow: the cash flow statement's "Inventories (Changes in operating assets
+# and liabilities): (2,548) million, six months ended April 1, 2023" led
+# that answer, above the balance sheet's "Inventories: 7,351 million, July
+# 1, 2023".
+_ASKS_LEVEL = re.compile(r"\blevels?\b|\bbalances?\b(?! sheet)|\bposition\b|\bon hand\b", re.IGNORECASE)
+_FLOW = re.compile(
+    r"\bmonths ended\b|\bYTD\b|\byear[- ]to[- ]date\b|\bduring (?:the )?(?:Q[1-4]|quarter)\b", re.IGNORECASE
+)
+
+
+def asks_level(question: str) -> bool:
+    return bool(_ASKS_LEVEL.search(question))
+
+
+def level_factor(text: str, level: bool) -> float:
+    """OTHER_PERIOD_FACTOR for a period's flow (see _ASKS_LEVEL) when the
+    question asks for a level; 1 otherwise."""
+    return OTHER_PERIOD_FACTOR if level and _FLOW.search(text) else 1.0
+
+
 def period_factor(text: str, one_quarter: bool) -> float:
     """OTHER_PERIOD_FACTOR for a unit that gives only a longer period's
     figures (six or nine months, the year to date) when the question asks

@@ -18,12 +18,14 @@ from docsum.models.answerrank import (
     FRAME_WEIGHT,
     LONG_UNIT_WORDS,
     answer_terms,
+    asks_level,
     asks_one_quarter,
     asks_share,
     defined_labels,
     folded,
     frame_terms,
     is_quotable,
+    level_factor,
     period_factor,
     row_label_bonus,
     rows_before_definitions,
@@ -185,6 +187,7 @@ def select_units(
     asked_names = set(question_names(query)) if focused else set()
     shares = asks_share(query)
     one_quarter = focused and asks_one_quarter(query)
+    level = focused and asks_level(query)
     # A row's label may be one of the question's names (the "Personal
     # Computing" segment): there they count in full, not at NAME_WEIGHT.
     label_weights = {t: idf.get(t, 1.0) for t in q}
@@ -223,7 +226,7 @@ def select_units(
             score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _holds(kind, text, asked_names, rate))
         if focused:
             score += row_label_bonus(text, label_weights, shares, definitions)
-            score *= period_factor(text, one_quarter)
+            score *= period_factor(text, one_quarter) * level_factor(text, level)
             length = len(text.split())
             if length > LONG_UNIT_WORDS:
                 score *= LONG_UNIT_WORDS / length
