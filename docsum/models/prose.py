@@ -87,7 +87,7 @@ def opening(text: str) -> tuple[str | None, str]:
 # ended December 31, 2022", "for the fiscal year ended June 30, 2023".
 _PERIOD = LazyPattern(
     r"\bfor the (quarterly period|fiscal quarter|quarter|fiscal year|year|period)\s+ended\s+"
-    r"((?:January|February|March|April|May|June|July|August|September|October|November|December)\s+\d{1,2},?\s+\d{4})",
+    rf"((?:{MONTH_PATTERN})\s+\d{{1,2}},?\s+\d{{4}})",
     re.IGNORECASE,
 )
 

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from docsum.lexical import terms
+from docsum.lexical import MONTH_PATTERN, terms
 from docsum.models.abstain import name_terms, phrase_key, question_names
 from docsum.models.answerrank import (
     FRAME_WEIGHT,
@@ -49,7 +49,7 @@ _WANTS_NUMBER = re.compile(
     re.IGNORECASE,
 )
 _HAS_NUMBER = re.compile(r"\d")
-_MONTH_NAMES = "January|February|March|April|May|June|July|August|September|October|November|December"
+_MONTH_NAMES = MONTH_PATTERN
 # Kinds of fact a question asks for: how the question says so, and how a
 # sentence holding one looks.
 _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
