@@ -108,15 +108,12 @@ def rescore() -> None:
     from docsum.query.answermeasures import GradedAnswer
     from docsum.query.answermeasures import measure as measure_answers
 
+    lines = (EVAL / "sec-10-q" / "questions.jsonl").read_text().splitlines()
+    questions = {q["id"]: q for q in map(json.loads, filter(str.strip, lines))}
     for path in sorted(OUT.glob("*-sec-10-q*.json")):
         data = json.loads(path.read_text())
         if "questions" not in data:
             continue
-        questions = {}
-        for line in (EVAL / "sec-10-q" / "questions.jsonl").read_text().splitlines():
-            if line.strip():
-                q = json.loads(line)
-                questions[q["id"]] = q
         graded = [
             GradedAnswer(
                 item["kind"],

@@ -98,6 +98,8 @@ MONTHS = (
     "December",
 )
 MONTH_PATTERN = "|".join(MONTHS)
+# As tables and headings abbreviate them ("Sep 30, 2023", "Sept. 24, 2022").
+MONTH_ABBREVIATIONS = ("Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec")
 
 # Not after an initial: "James K. Polk", "G. Stanley Hall" are one name.
 # I, V and X are Roman numerals as often ("PART I. FINANCIAL INFORMATION"):
@@ -169,7 +171,7 @@ def key_terms(text: str, limit: int = 12) -> list[str]:
     return [w for w in ranked if counts[w] > 1][:limit]
 
 
-_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_MONTHS = MONTH_PATTERN
 _DATE = LazyPattern(
     rf"\b(?:(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{4}}|(?:{_MONTHS})\s+\d{{4}})\b"
 )

@@ -20,6 +20,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from docsum.lexical import MONTH_ABBREVIATIONS, MONTHS
+
 # One token of a figure cell: "$", "1,234", "(1,199)", "642.0", "%", "(1.3)%", "—".
 _CELL_TOKEN = re.compile(r"\$|%|\)%?|\(?-?\$?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[—–]")
 _DASHES = ("—", "–")
@@ -611,10 +613,7 @@ def row_quote(lines: list[str], at: int) -> str | None:
 
 
 # Months, spelt out and abbreviated ("Sep 30, 2023" in Intel's tables).
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december"
-    " jan feb mar apr jun jul aug sep sept oct nov dec".split()
-)
+_MONTHS = frozenset(month.lower() for month in MONTHS + MONTH_ABBREVIATIONS)
 
 
 def _lower_first(heading: str) -> str:

@@ -465,16 +465,15 @@ def asks_level(question: str) -> bool:
     return bool(_ASKS_LEVEL.search(question))
 
 
-def level_factor(text: str, level: bool) -> float:
-    """OTHER_PERIOD_FACTOR for a period's flow (see _ASKS_LEVEL) when the
-    question asks for a level; 1 otherwise."""
-    return OTHER_PERIOD_FACTOR if level and _FLOW.search(text) else 1.0
-
-
-def period_factor(text: str, one_quarter: bool) -> float:
-    """OTHER_PERIOD_FACTOR for a unit that gives only a longer period's
-    figures (six or nine months, the year to date) when the question asks
-    about one quarter; 1 otherwise."""
+def period_factor(text: str, one_quarter: bool, level: bool = False) -> float:
+    """How much a unit's period fits the one asked for: OTHER_PERIOD_FACTOR
+    for a unit that gives only a longer period's figures (six or nine months,
+    the year to date) when the question asks about one quarter, and again
+    for a period's flow when it asks for a level (see _ASKS_LEVEL); 1
+    otherwise."""
+    factor = 1.0
     if one_quarter and _LONGER_PERIOD.search(text) and not _ONE_QUARTER.search(text):
-        return OTHER_PERIOD_FACTOR
-    return 1.0
+        factor *= OTHER_PERIOD_FACTOR
+    if level and _FLOW.search(text):
+        factor *= OTHER_PERIOD_FACTOR
+    return factor

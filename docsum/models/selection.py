@@ -25,7 +25,6 @@ from docsum.models.answerrank import (
     folded,
     frame_terms,
     is_quotable,
-    level_factor,
     period_factor,
     row_label_bonus,
     rows_before_definitions,
@@ -49,7 +48,6 @@ _WANTS_NUMBER = re.compile(
     re.IGNORECASE,
 )
 _HAS_NUMBER = re.compile(r"\d")
-_MONTH_NAMES = MONTH_PATTERN
 # Kinds of fact a question asks for: how the question says so, and how a
 # sentence holding one looks.
 _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
@@ -59,7 +57,9 @@ _ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     ),
     "date": (
         re.compile(r"\bwhen\b|\bwhat (?:year|date|day|month)\b|\bwhich (?:year|date|day|month)\b", re.IGNORECASE),
-        re.compile(rf"\b(?:{_MONTH_NAMES})\b[^.]*\b\d{{4}}\b|\b\d{{1,2}}\s+(?:{_MONTH_NAMES})\b|\b(?:1[5-9]|20)\d\d\b"),
+        re.compile(
+            rf"\b(?:{MONTH_PATTERN})\b[^.]*\b\d{{4}}\b|\b\d{{1,2}}\s+(?:{MONTH_PATTERN})\b|\b(?:1[5-9]|20)\d\d\b"
+        ),
     ),
     # "What effective tax rate …": "Our effective tax rate was 19% and 17% …",
     # not "The increase in our effective tax rate … was primarily due to a
@@ -226,7 +226,7 @@ def select_units(
             score += ANSWER_TYPE_BONUS * sum(1 for kind in wanted if _holds(kind, text, asked_names, rate))
         if focused:
             score += row_label_bonus(text, label_weights, shares, definitions)
-            score *= period_factor(text, one_quarter) * level_factor(text, level)
+            score *= period_factor(text, one_quarter, level)
             length = len(text.split())
             if length > LONG_UNIT_WORDS:
                 score *= LONG_UNIT_WORDS / length

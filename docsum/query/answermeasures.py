@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from docsum.lexical import MONTH_PATTERN
+from docsum.lexical import MONTH_ABBREVIATIONS, MONTH_PATTERN
 from docsum.models.abstain import TextKeys, fold, is_figure, question_names
 
 FIRST_WORDS = 50
@@ -44,7 +44,7 @@ _MARKER = re.compile(r"\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 # of a filing's quarter end matched the same day in a reference answer:
 # 11 of 64 SEC answers "holding a gold figure" held only a date
 # (bench/RESULTS.md, "A measure corrected").
-_MONTH = rf"(?:{MONTH_PATTERN}|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?"
+_MONTH = rf"(?:{MONTH_PATTERN}|{'|'.join(MONTH_ABBREVIATIONS)})\.?"
 _NOT_FIGURE = re.compile(rf"\b{_MONTH}\s+\d{{1,2}}\b|\b\d{{1,2}}\s+{_MONTH}(?!\w)|\b\d+-[QK]\b")
 
 
