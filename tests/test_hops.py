@@ -11,7 +11,7 @@ import pytest
 from helpers import run_cli_parts as run
 
 from docsum.lexical import sentences
-from docsum.models.hops import Unit, chain
+from docsum.models.hops import Unit, chain, hop_answer
 from docsum.models.prompts import ABSTENTION_TEXT
 
 QUESTION = "Who was the first president of the society which published the Journal of Quiet Studies?"
@@ -134,6 +134,43 @@ def test_a_place_named_as_part_of_a_region_leads_to_the_places_document(tmp_path
     )
     assert code == 0, err
     assert "Amina Roe" in _first_sentence(out), out
+
+
+def test_the_hops_document_is_looked_up_in_the_whole_store_by_its_name(tmp_path: Path) -> None:
+    # Westmarch's document shares no word with the question, so the retriever
+    # scores it below the floor and it was never among the documents read
+    # for a hop: the question was declined. Its file name is the bridge's.
+    # "In charge" is what the document says as "President".
+    store = _store(
+        tmp_path,
+        {
+            "Dornvale.txt": "Dornvale is a town located in the Northern Region of Westmarch, a small country.\n",
+            "Westmarch.txt": "In 2019 the parliament elected Amina Roe as the new President of Westmarch.\n",
+            "Harbour_Board.txt": "The harbour board of Port Alder sets the fees for every ship that docks in the town.\n",
+            # Holds the bridge's name, but is about a consulate.
+            "Consulate_of_Westmarch_in_Carlow.txt": "The consulate of Westmarch in Carlow issues visas and passports.\n",
+        },
+    )
+    code, out, err = run(
+        "ask", "Who was in charge of the country Dornvale is located in?", "--store", store, "--explain"
+    )
+    assert code == 0, err
+    assert "Amina Roe" in _first_sentence(out), out
+    assert "a hop further: Westmarch.txt" in err
+
+
+def test_a_relation_is_found_as_the_document_words_it() -> None:
+    # "The spouse of the director" is said "directed by" and "married" in the
+    # documents: before, no hop held "spouse" and the question was declined.
+    question = "Who is the spouse of the director of Quiet Rooms?"
+    units = [
+        Unit("Quiet Rooms is a 1931 drama film directed by Tomas Ekwall.", 1, "Quiet_Rooms.txt"),
+        Unit("Tomas Ekwall married the actress Lena Berg in 1925.", 2, "Tomas_Ekwall.txt"),
+        Unit("The film was shot in Carlow in the spring of 1930.", 3, "Quiet_Rooms.txt"),
+    ]
+    context = "\n".join(f"[{u.mark}] (source: {u.doc}, page 1)\n{u.text}" for u in units)
+    order = hop_answer(question, [u.text for u in units], [u.mark for u in units], context)
+    assert order is not None and order and "Lena Berg" in units[order[0]].text
 
 
 def test_a_name_every_document_mentions_is_still_a_bridge_when_one_is_about_it() -> None:

@@ -53,6 +53,33 @@ MIN_ASKED_TERMS = 2
 _LABEL = re.compile(r"^\[(\d+)\] \(source: ([^,\n)]*)", re.MULTILINE)
 
 
+# A question's word for a relation, and words a document says it with:
+# "Who was in charge of Somalia?" is answered by "… elected Hassan Sheikh
+# Mohamud as the new President of Somalia", "the spouse of …" by "… married
+# …".
+_SAID_AS = {
+    "charge": "president prime minister governor mayor leader head chief ruler king queen chancellor premier",
+    "spouse": "married wife husband marriage",
+    "sibling": "brother sister",
+    "child": "son daughter",
+    "children": "son daughter",
+    "author": "wrote written writer novelist",
+    "director": "directed",
+    "citizen": "nationality",
+    "formed": "founded established",
+}
+SAID_AS: dict[str, frozenset[str]] = {
+    next(iter(terms(word))): frozenset(terms(said)) for word, said in _SAID_AS.items()
+}
+
+
+def held_terms(question_terms: set[str], text: str) -> set[str]:
+    """The question's words a text holds, itself or as a document says it
+    (`SAID_AS`)."""
+    bag = set(terms(text))
+    return (question_terms & bag) | {t for t in question_terms if SAID_AS.get(t, frozenset()) & bag}
+
+
 @dataclass(frozen=True)
 class Unit:
     """A sentence of the context, with the passage it came from and the
@@ -202,7 +229,7 @@ def chain(question: str, units: list[Unit]) -> Chain | None:
     q = set(terms(question))
     if not names or not q:
         return None
-    bags = [set(terms(u.text)) for u in units]
+    bags = [held_terms(q, u.text) for u in units]
     weight = _weights(q, bags)
     keys = [TextKeys(u.text) for u in units]
     titles = _titles(units)
@@ -276,7 +303,7 @@ def single_coverage(question: str, units: list[Unit]) -> float:
     sentence of another document ("It issues the country's currency") is no
     answer to compare a chain with."""
     q = set(terms(question))
-    bags = [set(terms(u.text)) for u in units]
+    bags = [held_terms(q, u.text) for u in units]
     weight = _weights(q, bags)
     names = [n for n in question_names(question) if not is_figure(n)]
     titles = _titles(units)
@@ -358,11 +385,11 @@ def hop_answer(question: str, texts: list[str], marks: list[int | None], context
     if (
         found is not None
         and found.coverage >= single_coverage(question, units) - 1e-9
-        and (not relation or any(relation & set(terms(units[i].text)) for i in found.hops))
+        and (not relation or any(held_terms(relation, units[i].text) for i in found.hops))
     ):
         # The hop saying most of what is asked leads (a third hop that only
         # adds "country" is support); otherwise the last hop first.
-        return sorted(reversed(found.hops), key=lambda i: -len(relation & set(terms(units[i].text))))
+        return sorted(reversed(found.hops), key=lambda i: -len(held_terms(relation, units[i].text)))
     # No chain: answered as usual only when the words before the description
     # sit in one sentence that names one of the question's names ("The first
     # president of the Society of Quiet Machines Studies was Per Lind" holds

@@ -7,6 +7,8 @@ swallow" from railway minutes."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from pathlib import PurePath
 from typing import Any
 
 from docsum.lexical import sentences
@@ -17,6 +19,7 @@ from docsum.models.abstain import (
     is_figure,
     is_period,
     missing_names,
+    phrase_key,
     question_names,
     subject_names,
 )
@@ -42,6 +45,7 @@ def grounded(
     by_doc: dict[str, list[Any]],
     top_k: int,
     floor: float | None,
+    lookup: Callable[[str], list[Candidate]] | None = None,
 ) -> tuple[list[Candidate], dict[str, list[Any]], StepReport | None]:
     """Offline, answer only from documents that can hold the answer to a
     question that names things (docsum.models.abstain.question_names): without this
@@ -152,7 +156,7 @@ def grounded(
         kept = (refills + list(found.chosen))[:top_k]
         note = f"needs {', '.join(names)}; no single document mentions all, together they do"
     if is_chained(question) and found.retriever in RANKED_RETRIEVERS:
-        kept, linked = _linked(store, names, kept, found, by_doc, floor, top_k)
+        kept, linked = _linked(store, names, kept, found, by_doc, floor, top_k, lookup)
         if linked:
             note += f"; a hop further: {', '.join(c.path for c in linked)}"
     for cand in found.candidates:
@@ -189,6 +193,7 @@ def _linked(
     by_doc: dict[str, list[Any]],
     floor: float | None,
     top_k: int,
+    lookup: Callable[[str], list[Candidate]] | None = None,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """For a question that reaches its answer through something it does not
     name (docsum.models.hops.is_chained): the documents about the bridges
@@ -240,9 +245,11 @@ def _linked(
         if room <= 0 or not bridges:
             break
         fresh = [c for c in passing if c.doc_id not in kept_ids and c not in linked]
-        pick = [c for c in fresh if about(c, bridges)][:1] or [
-            c for c in near if c in fresh and any(TextKeys(text_of(c)).count(b) for b in bridges)
-        ][:1]
+        pick = (
+            [c for c in fresh if about(c, bridges)][:1]
+            or _looked_up(lookup, bridges, kept_ids, linked)
+            or [c for c in near if c in fresh and any(TextKeys(text_of(c)).count(b) for b in bridges)][:1]
+        )
         if not pick:
             break
         linked += pick
@@ -255,6 +262,45 @@ def _linked(
         return kept, []
     rest = [c for c in kept if c not in keep]
     return (keep + linked + rest)[:top_k], linked
+
+
+# Bridges looked up in the whole store, in the order the sentences name them.
+MAX_LOOKUPS = 8
+# Documents read per bridge looked up.
+LOOKUP_DEPTH = 3
+
+
+def _looked_up(
+    lookup: Callable[[str], list[Candidate]] | None,
+    bridges: list[str],
+    kept_ids: set[str],
+    linked: list[Candidate],
+) -> list[Candidate]:
+    """The first document of the store whose file name is a bridge's name
+    ("Somalia.txt"; "West_Chicago_Illinois.txt" for "West Chicago") or
+    something of it ("History_of_Mississippi.txt", "Alcohol_laws_of_Indiana.txt"),
+    none of those kept or linked already. A name that only holds the bridge
+    is about something else: "Consulate General of the United States" is a
+    consulate. A bridge's own document beats a later bridge's "… of" one."""
+    if lookup is None:
+        return []
+    taken = kept_ids | {c.doc_id for c in linked}
+    partial: list[Candidate] = []
+    for bridge in bridges[:MAX_LOOKUPS]:
+        for cand in lookup(bridge)[:LOOKUP_DEPTH]:
+            if cand.doc_id in taken:
+                continue
+            name = _file_key(cand.path)
+            if f"{name} ".startswith(f"{bridge} "):
+                return [cand]
+            if name.endswith(f" of {bridge}") and not partial:
+                partial = [cand]
+    return partial
+
+
+def _file_key(path: str) -> str:
+    """A file's name, without folder or extension, as a name key."""
+    return phrase_key(PurePath(path).stem.replace("_", " "))
 
 
 # Sentences of a hop's document read for its bridges: the head of a long

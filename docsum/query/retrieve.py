@@ -337,6 +337,18 @@ def _kept_candidates(
     return out
 
 
+def documents_about(corpus: SummaryCorpus, name: str, limit: int) -> list[Candidate]:
+    """The `limit` documents whose summaries BM25 ranks best for `name` alone,
+    from the whole store: a hop's document ("Somalia" for "a town of
+    Somalia") shares too few of the question's own words to be among the
+    question's candidates."""
+    evidence = corpus.bm25_evidence()
+    scores = evidence.score(name).summary
+    order = np.argsort(-scores, kind="stable")[:limit]
+    order = order[scores[order] > 0]
+    return _kept_candidates(corpus, evidence.doc_ids, order, scores, {}, "bm25", None, limit)
+
+
 def _relative(floor: float | None) -> float | None:
     """The relative floor that goes with a share floor (none without a floor)."""
     from docsum.models.abstain import RELATIVE_COVERAGE_FLOOR
