@@ -64,6 +64,7 @@ _SAID_AS = {
     "child": "son daughter",
     "children": "son daughter",
     "author": "wrote written writer novelist",
+    "wrote": "author writer",
     "director": "directed",
     "citizen": "nationality",
     "formed": "founded established",
@@ -297,15 +298,19 @@ def _general(units: list[Unit], keys: list[TextKeys]) -> set[str]:
     }
 
 
-def single_coverage(question: str, units: list[Unit]) -> float:
+def single_coverage(question: str, units: list[Unit], asked: str = "") -> float:
     """The most of the question (weighted as in `chain`) one sentence about
     one of its names holds (it names it, or its document is about it): a
     sentence of another document ("It issues the country's currency") is no
-    answer to compare a chain with."""
+    answer to compare a chain with. Names of the `asked` part (the words
+    before the description) do not count: in "What currency predated the Euro
+    in the country Signmark is from?", a sentence on the euro says nothing of
+    Signmark's country."""
     q = set(terms(question))
     bags = [held_terms(q, u.text) for u in units]
     weight = _weights(q, bags)
-    names = [n for n in question_names(question) if not is_figure(n)]
+    of_asked = set(question_names(asked)) if asked else set()
+    names = [n for n in question_names(question) if not is_figure(n) and n not in of_asked]
     titles = _titles(units)
     return max(
         (
@@ -384,7 +389,7 @@ def hop_answer(question: str, texts: list[str], marks: list[int | None], context
     relation = asked - name_terms(question)
     if (
         found is not None
-        and found.coverage >= single_coverage(question, units) - 1e-9
+        and found.coverage >= single_coverage(question, units, before) - 1e-9
         and (not relation or any(held_terms(relation, units[i].text) for i in found.hops))
     ):
         # The hop saying most of what is asked leads (a third hop that only
