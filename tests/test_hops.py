@@ -275,7 +275,7 @@ def test_a_hop_further_is_never_another_filing_of_the_same_kind(tmp_path: Path) 
                 "Acme Corporation",
                 "June 30, 2023",
                 "Acme Corporation designs engines for small boats. "
-                "Our engines are assembled by Larkspur Works in the second quarter of 2023.",
+                "Acme Corporation's engines are assembled by Larkspur Works in the second quarter of 2023.",
             ),
             "2023_Q3_ACME.txt": _quarterly(
                 "Acme Corporation",
@@ -288,6 +288,10 @@ def test_a_hop_further_is_never_another_filing_of_the_same_kind(tmp_path: Path) 
                 "Bolt Corporation builds trailers. "
                 "Larkspur Works, which assembles engines, was founded by Dana Reyes, its first president.",
             ),
+            # Named for the bridge, but another company's 10-Q all the same.
+            "Larkspur_Works_2023_Q2.txt": _quarterly(
+                "Larkspur Works", "June 30, 2023", "Dana Reyes, our first president, founded Larkspur Works."
+            ),
         },
     )
     code, out, err = run(
@@ -298,7 +302,7 @@ def test_a_hop_further_is_never_another_filing_of_the_same_kind(tmp_path: Path) 
         "--explain",
     )
     assert "a hop further" not in err, err
-    assert "Dana Reyes" not in out and "2023_Q2_BOLT.txt" not in out
+    assert "Dana Reyes" not in out and "2023_Q2_BOLT.txt" not in out and "Larkspur_Works" not in out
 
 
 def test_a_factor_affecting_a_company_is_no_description_of_another_thing() -> None:

@@ -247,7 +247,7 @@ def _linked(
         fresh = [c for c in passing if c.doc_id not in kept_ids and c not in linked]
         pick = (
             [c for c in fresh if about(c, bridges)][:1]
-            or _looked_up(lookup, bridges, kept_ids, linked)
+            or _looked_up(lookup, bridges, kept_ids | {c.doc_id for c in linked}, kinds)
             or [c for c in near if c in fresh and any(TextKeys(text_of(c)).count(b) for b in bridges)][:1]
         )
         if not pick:
@@ -273,22 +273,22 @@ LOOKUP_DEPTH = 3
 def _looked_up(
     lookup: Callable[[str], list[Candidate]] | None,
     bridges: list[str],
-    kept_ids: set[str],
-    linked: list[Candidate],
+    taken: set[str],
+    kinds: set[str | None],
 ) -> list[Candidate]:
     """The first document of the store whose file name is a bridge's name
     ("Somalia.txt"; "West_Chicago_Illinois.txt" for "West Chicago") or
     something of it ("History_of_Mississippi.txt", "Alcohol_laws_of_Indiana.txt"),
-    none of those kept or linked already. A name that only holds the bridge
-    is about something else: "Consulate General of the United States" is a
-    consulate. A bridge's own document beats a later bridge's "… of" one."""
+    none of those `taken` already nor of the anchors' `kinds`. A name that
+    only holds the bridge is about something else: "Consulate General of the
+    United States" is a consulate. A bridge's own document beats a later
+    bridge's "… of" one."""
     if lookup is None:
         return []
-    taken = kept_ids | {c.doc_id for c in linked}
     partial: list[Candidate] = []
     for bridge in bridges[:MAX_LOOKUPS]:
         for cand in lookup(bridge)[:LOOKUP_DEPTH]:
-            if cand.doc_id in taken:
+            if cand.doc_id in taken or _kind(cand) in kinds:
                 continue
             name = _file_key(cand.path)
             if f"{name} ".startswith(f"{bridge} "):

@@ -344,7 +344,9 @@ def documents_about(corpus: SummaryCorpus, name: str, limit: int) -> list[Candid
     question's candidates."""
     evidence = corpus.bm25_evidence()
     scores = evidence.score(name).summary
-    order = np.argsort(-scores, kind="stable")[:limit]
+    # The best few of a large store without sorting all of it.
+    best = np.argpartition(-scores, limit)[:limit] if scores.size > limit else np.arange(scores.size)
+    order = best[np.argsort(-scores[best], kind="stable")]
     order = order[scores[order] > 0]
     return _kept_candidates(corpus, evidence.doc_ids, order, scores, {}, "bm25", None, limit)
 
