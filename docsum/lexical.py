@@ -106,7 +106,10 @@ MONTH_ABBREVIATIONS = ("Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "
 # filings read so summarize worse (SEC PDF recall@3 0.742 -> 0.725).
 # Nor after a title before a name ("Hon. Winnie Kiiza", "Dr. Sol Baptiste").
 _TITLES = ("Mr", "Mrs", "Ms", "Dr", "Hon", "Prof", "Rev", "Sen", "Gov", "Gen", "Col", "Capt", "Lt", "Sgt", "St", "Mt")
-_NOT_AFTER = r"(?<!\s[A-HJ-UWYZ]\.)(?<!^[A-HJ-UWYZ]\.)" + "".join(rf"(?<!\b{title}\.)" for title in _TITLES)
+# Nor after "circa": "John Cabot (c. 1450 – c. 1500)".
+_NOT_AFTER = r"(?<!\s[A-HJ-UWYZ]\.)(?<!^[A-HJ-UWYZ]\.)(?<!\bc\.)(?<!\bca\.)" + "".join(
+    rf"(?<!\b{title}\.)" for title in _TITLES
+)
 _CLOSING = r"[\"'”’)\]]*\s+|\n\s*\n|(?<=[。！？])"
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])" + _NOT_AFTER + _CLOSING)
 # For answers, nor after an initialism ("U.S. Treasury", "U.K. GAAP")

@@ -114,6 +114,18 @@ def test_a_sentence_does_not_end_at_a_persons_initial() -> None:
     ]
 
 
+def test_a_sentence_does_not_end_at_circa() -> None:
+    # Before: the answer quoted "… the Venetian John Cabot (c. 1450 -- c [1]."
+    # and "1338 – 1 April 1412) was King of Sweden …" as sentences.
+    assert sentences(
+        "Europeans began exploring the area, starting with John Cabot (c. 1450 -- c. 1500), in 1498. "
+        "Albert (c. 1338 – 1 April 1412) was King of Sweden."
+    ) == [
+        "Europeans began exploring the area, starting with John Cabot (c. 1450 -- c. 1500), in 1498.",
+        "Albert (c. 1338 – 1 April 1412) was King of Sweden.",
+    ]
+
+
 def test_a_place_named_as_part_of_a_region_leads_to_the_places_document(tmp_path: Path) -> None:
     # "in the Northern Region of Westmarch": the bridge is Westmarch. Before,
     # only the whole phrase was a bridge, no document is about it, and the
