@@ -70,7 +70,10 @@ def frame_terms(question: str) -> frozenset[str]:
     """FRAME_TERMS and the words of the document parts `question` names
     (see _DOCUMENT_PART)."""
     parts = " ".join(m.group(0) for m in _DOCUMENT_PART.finditer(question))
-    return FRAME_TERMS | frozenset(answer_terms(parts))
+    # "How have the inventory levels changed?" compares balances: "changed"
+    # is no word of the cash-flow statement's "Changes in operating assets".
+    compared = _LEVEL_CHANGE if asks_level(question) else frozenset()
+    return FRAME_TERMS | frozenset(answer_terms(parts)) | compared
 
 
 # Stems (docsum.lexical.terms, folded) a question and a table's label use for the
@@ -459,6 +462,9 @@ _ASKS_LEVEL = re.compile(r"\blevels?\b|\bbalances?\b(?! sheet)|\bposition\b|\bon
 _FLOW = re.compile(
     r"\bmonths ended\b|\bYTD\b|\byear[- ]to[- ]date\b|\bduring (?:the )?(?:Q[1-4]|quarter)\b", re.IGNORECASE
 )
+
+
+_LEVEL_CHANGE = frozenset({"chang"})
 
 
 def asks_level(question: str) -> bool:
