@@ -174,9 +174,8 @@ def key_terms(text: str, limit: int = 12) -> list[str]:
     return [w for w in ranked if counts[w] > 1][:limit]
 
 
-_MONTHS = MONTH_PATTERN
 _DATE = LazyPattern(
-    rf"\b(?:(?:{_MONTHS})\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+(?:{_MONTHS})\s+\d{{4}}|(?:{_MONTHS})\s+\d{{4}})\b"
+    rf"\b(?:(?:{MONTH_PATTERN})\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+(?:{MONTH_PATTERN})\s+\d{{4}}|(?:{MONTH_PATTERN})\s+\d{{4}})\b"
 )
 
 

@@ -42,6 +42,10 @@ _PERIOD_TERMS = frozenset({"quarter", "first", "second", "third", "fourth", "mon
 # Cloud revenue change …" was answered with "Unearned revenue (Changes in
 # operating assets and liabilities)").
 _CATEGORY_TERMS = frozenset({"activity", "chang"})
+# For a question on a level ("How have the inventory levels changed?"),
+# "changed" compares balances: it weighs as a frame word (frame_terms), or
+# the cash flow statement's "Changes in operating assets" rows led.
+_LEVEL_CHANGE = frozenset({"chang"})
 # Words of a question that say where or when to look, not what to find
 # ("reported in the most recent quarter", "disclosed in the 10-Q"): grounding
 # and "the latest" have already chosen the filing, so in an answer's
@@ -70,8 +74,6 @@ def frame_terms(question: str) -> frozenset[str]:
     """FRAME_TERMS and the words of the document parts `question` names
     (see _DOCUMENT_PART)."""
     parts = " ".join(m.group(0) for m in _DOCUMENT_PART.finditer(question))
-    # "How have the inventory levels changed?" compares balances: "changed"
-    # is no word of the cash-flow statement's "Changes in operating assets".
     compared = _LEVEL_CHANGE if asks_level(question) else frozenset()
     return FRAME_TERMS | frozenset(answer_terms(parts)) | compared
 
@@ -462,9 +464,6 @@ _ASKS_LEVEL = re.compile(r"\blevels?\b|\bbalances?\b(?! sheet)|\bposition\b|\bon
 _FLOW = re.compile(
     r"\bmonths ended\b|\bYTD\b|\byear[- ]to[- ]date\b|\bduring (?:the )?(?:Q[1-4]|quarter)\b", re.IGNORECASE
 )
-
-
-_LEVEL_CHANGE = frozenset({"chang"})
 
 
 def asks_level(question: str) -> bool:

@@ -252,18 +252,11 @@ class _Run:
         # Every engine answers only from documents about what the question
         # names: a model handed NVIDIA's filings for a question on Microsoft
         # answers about NVIDIA as surely as the offline engine does.
-        from docsum.query.grounding import LOOKUP_DEPTH, grounded
+        from docsum.query.grounding import grounded
         from docsum.query.latest import newest_first
-        from docsum.query.retrieve import documents_about
 
         chosen, by_doc, grounding = grounded(
-            self.store,
-            self.question,
-            found,
-            by_doc,
-            self.options.top_k,
-            floor,
-            lambda name: documents_about(corpus, name, LOOKUP_DEPTH),
+            self.store, self.question, found, by_doc, self.options.top_k, floor, corpus
         )
         if grounding is not None:
             self._kept_after(grounding, chosen)

@@ -26,7 +26,7 @@ from docsum.models.abstain import (
 from docsum.models.hops import bridges_in, is_chained
 from docsum.models.prose import document_kind
 from docsum.query.postprocess import StepReport
-from docsum.query.retrieve import Candidate, Retrieval, passes_floor
+from docsum.query.retrieve import Candidate, Retrieval, SummaryCorpus, documents_about, passes_floor
 from docsum.store.base import DocumentStore
 
 _FISCAL = re.compile(r"\bfiscal\b", re.IGNORECASE)
@@ -45,7 +45,7 @@ def grounded(
     by_doc: dict[str, list[Any]],
     top_k: int,
     floor: float | None,
-    lookup: Callable[[str], list[Candidate]] | None = None,
+    corpus: SummaryCorpus | None = None,
 ) -> tuple[list[Candidate], dict[str, list[Any]], StepReport | None]:
     """Offline, answer only from documents that can hold the answer to a
     question that names things (docsum.models.abstain.question_names): without this
@@ -156,7 +156,7 @@ def grounded(
         kept = (refills + list(found.chosen))[:top_k]
         note = f"needs {', '.join(names)}; no single document mentions all, together they do"
     if is_chained(question) and found.retriever in RANKED_RETRIEVERS:
-        kept, linked = _linked(store, names, kept, found, by_doc, floor, top_k, lookup)
+        kept, linked = _linked(store, names, kept, found, by_doc, floor, top_k, corpus)
         if linked:
             note += f"; a hop further: {', '.join(c.path for c in linked)}"
     for cand in found.candidates:
@@ -193,7 +193,7 @@ def _linked(
     by_doc: dict[str, list[Any]],
     floor: float | None,
     top_k: int,
-    lookup: Callable[[str], list[Candidate]] | None = None,
+    corpus: SummaryCorpus | None = None,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """For a question that reaches its answer through something it does not
     name (docsum.models.hops.is_chained): the documents about the bridges
@@ -241,6 +241,14 @@ def _linked(
     if missing:
         by_doc.update(store.nodes_for(missing))
     linked: list[Candidate] = []
+    # A later round reads the earlier bridges again: each is looked up once.
+    looked: dict[str, list[Candidate]] = {}
+
+    def lookup(bridge: str) -> list[Candidate]:
+        if bridge not in looked:
+            looked[bridge] = documents_about(corpus, bridge, LOOKUP_DEPTH) if corpus is not None else []
+        return looked[bridge]
+
     for _ in range(MAX_LINK_ROUNDS):
         if room <= 0 or not bridges:
             break
@@ -271,7 +279,7 @@ LOOKUP_DEPTH = 3
 
 
 def _looked_up(
-    lookup: Callable[[str], list[Candidate]] | None,
+    lookup: Callable[[str], list[Candidate]],
     bridges: list[str],
     taken: set[str],
     kinds: set[str | None],
@@ -283,8 +291,6 @@ def _looked_up(
     only holds the bridge is about something else: "Consulate General of the
     United States" is a consulate. A bridge's own document beats a later
     bridge's "… of" one."""
-    if lookup is None:
-        return []
     partial: list[Candidate] = []
     for bridge in bridges[:MAX_LOOKUPS]:
         for cand in lookup(bridge)[:LOOKUP_DEPTH]:
