@@ -168,7 +168,9 @@ def test_the_hops_document_is_looked_up_in_the_whole_store_by_its_name(tmp_path:
     )
     assert code == 0, err
     assert "Amina Roe" in _first_sentence(out), out
-    assert "a hop further: Westmarch.txt" in err
+    # Only Westmarch.txt is taken, not the consulate whose name holds the bridge.
+    assert "a hop further: Westmarch.txt;" in err
+    assert "Consulate_of_Westmarch" not in out
 
 
 def _hop_answer(question: str, units: list[Unit]) -> str:
