@@ -292,8 +292,8 @@ def _heading_cells(cells: list[str]) -> bool:
     """Whether a line of cells can be column headings: not a contents line
     ("SIGNATURE   61") and not a unit caption beside them
     ("(In millions, except percentages)   September 30,   Change")."""
-    if all(c.upper() == c for c in cells):
-        return False  # a part or section title ("PART II.   OTHER INFORMATION")
+    if all(c.upper() == c for c in cells) and not all(_PERIOD_CELL.match(c) for c in cells):
+        return False  # a part or section title ("PART II.   OTHER INFORMATION"), not "Q3 2023   YTD 2023"
     if any(_figure_cell(c) for c in cells):
         return False  # a row whose label the row reader does not take ("(Gains) losses   (1,072)   —")
     return not any(c.isdigit() and len(c) <= 3 for c in cells) and not any(_UNITS.search(c) for c in cells[1:])
@@ -421,6 +421,13 @@ def _first_group(values: list[str], headings: list[str]) -> tuple[list[str], lis
     if _ENDED.search(headings[0]):
         # "three months ended Q2 2023", "Q2 2022", "six months ended YTD 2023", …
         starts = [i for i, h in enumerate(headings) if i > 0 and _ENDED.search(h)]
+        if starts:
+            return values[: starts[0]], headings[: starts[0]]
+    if all(_PERIOD_CODE.match(h) for h in headings):
+        # "Q3 2023   Q3 2022   YTD 2023   YTD 2022": a group starts where the kind
+        # of period does ("Q3 2023   Q2 2023   Q3 2022" is one group).
+        kinds = [h.rstrip("0123456789 ") for h in headings]  # "Q", "YTD", "FY"
+        starts = [i for i, kind in enumerate(kinds) if kind != kinds[0]]
         if starts:
             return values[: starts[0]], headings[: starts[0]]
     starts = [i for i, h in enumerate(headings) if "," in h and i > 0]
@@ -552,7 +559,18 @@ def _wrapped(lines: list[str], at: int, label: str) -> str:
 
 # A row quoted without its headings names at most this many figures: past
 # it, a reader cannot tell which is which.
-MAX_BARE_FIGURES = 4
+MAX_BARE_FIGURES = 1
+
+
+def _named_twice(values: list[str], headings: list[str]) -> bool:
+    """One column's name (not a period: groups repeat their years) over two
+    different figures: "$10,666 million, Total Estimated Fair Value; …;
+    $10,968 million, Total Estimated Fair Value"."""
+    seen: dict[str, str] = {}
+    for value, heading in zip(values, headings):
+        if heading and not any(c.isdigit() for c in heading) and seen.setdefault(heading, value) != value:
+            return True
+    return False
 
 
 def row_quote(lines: list[str], at: int) -> str | None:
@@ -566,6 +584,8 @@ def row_quote(lines: list[str], at: int) -> str | None:
     label, values = _label_and_values(lines[at], row)
     # A footnote mark ("Total net sales (4)", "Other liabilities (b)") is no part of it.
     label = _LABEL_FOOTNOTES.sub("", _wrapped(lines, at, label))
+    if re.match(r"[a-z]+\b", label):
+        return None  # "from Q2 2022 $0.15 or 54% from Q2", "to Intel": a fragment, no row's label
     if label.count("(") > label.count(")") and values[0].endswith(")") and "(" not in values[0]:
         return None  # "Contingencies (Note 13)": the figure closes the label
     while values and _YEAR.match(values[0]) and _LABEL_GOES_ON.search(label):
@@ -599,12 +619,18 @@ def row_quote(lines: list[str], at: int) -> str | None:
         # or in a table of shares of revenue, only the first row writes its
         # "%": "12.7" is 12.7 %, not $12.7 million.
         unit = "%"
+    if _named_twice(values, headings):
+        headings = []  # the columns were misread
     if headings:
         values, headings = _first_group(values, headings)
+    if all(v in _DASHES for v in values):
+        # "Preferred stock …: —, December 31, 2022; —, March 31, 2023": no figure to quote.
+        return None
+    if headings:
         parts = [f"{_with_unit(v, unit)}, {_lower_first(h)}" for v, h in zip(values, headings)]
     else:
         # Without headings an empty cell ("—") says nothing a reader can place.
-        parts = [_with_unit(v, unit) for v in values if v not in _DASHES] or ["—"]
+        parts = [_with_unit(v, unit) for v in values if v not in _DASHES]
         if len(parts) > MAX_BARE_FIGURES:
             # "Operating income: 3,317 million; (165) million; 3,152 million; …"
             # twelve times over: which figure is which period, no reader can tell.

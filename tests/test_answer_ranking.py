@@ -120,7 +120,7 @@ def test_a_row_takes_no_contents_line_or_caption_for_its_column_headings() -> No
     )
     lines = text.split("\n")
     assert row_quote(lines, len(lines) - 2) == "Gross margin: 40,215 million, 2023; 34,670 million, 2022."
-    assert row_quote(["SIGNATURE   61", "", "Revenue   500   400"], 2) == "Revenue: 500; 400."
+    assert row_quote(["SIGNATURE   61", "", "Revenue   5,000"], 2) == "Revenue: 5,000."
 
 
 def test_the_figure_measure_finds_an_amount_stated_in_another_scale() -> None:
