@@ -811,3 +811,19 @@ def test_a_question_on_a_level_is_answered_by_a_balance_not_a_flow() -> None:
     ):
         answer = engine.answer(question, context)
         assert answer.startswith("Inventories (Current assets): 7,482"), answer
+
+
+def test_a_charts_figures_run_together_are_never_quoted() -> None:
+    from docsum.models.answerrank import is_quotable
+
+    # Before: two answers on Intel's R&D quoted a chart's text whole.
+    assert not is_quotable(
+        "Research and Development $B Marketing, General, and Administrative $B (Percentages in chart indicate "
+        "operating expenses as a percentage of total revenue) $4.4 $4.1 23.8% 35.1% Q1 2022 Q1 2023 $1.8 $1.3"
+    )
+    # A sentence lists amounts with words between them.
+    assert is_quotable(
+        "An assumed 5%, 10%, and 20% adverse change would result in declines of $740 million, $1.5 billion, "
+        "and $3.0 billion."
+    )
+    assert is_quotable("The Games were held there four times (1932, 1960, 1980, 2002).")

@@ -216,13 +216,20 @@ def is_pointer(unit: str) -> bool:
 
 # A unit this short that is no table row is a heading or a fragment.
 MIN_ANSWER_WORDS = 4
+# Four amounts or percentages in a row with no word between them: a chart's
+# or a table's cells run together ("… of total revenue) $4.4 $4.1 23.8%
+# 35.1% Q1 2022 Q1 2023 …"), which no reader can take apart. A sentence
+# lists amounts with words ("$740 million, $1.5 billion, and $3.0 billion").
+_AMOUNT_CELL = r"(?:\(?\$\s?\d[\d,.]*\)?|\(?\d[\d,.]*\)?%)"
+_CELLS_RUN_TOGETHER = re.compile(rf"{_AMOUNT_CELL}(?:\s+{_AMOUNT_CELL}){{3}}")
 
 
 def is_quotable(unit: str) -> bool:
     """A unit an answer may quote: not a heading (short or all capitals,
     "ITEM 1. FINANCIAL STATEMENTS"), not the form's own words
     (`is_form_text`), not half a sentence (`is_fragment`), not a pointer to
-    another part of the document (`is_pointer`)."""
+    another part of the document (`is_pointer`), not cells run together
+    (`_CELLS_RUN_TOGETHER`)."""
     text = unit.strip()
     return not (
         len(text.split()) < MIN_ANSWER_WORDS
@@ -230,6 +237,7 @@ def is_quotable(unit: str) -> bool:
         or is_form_text(text)
         or is_fragment(text)
         or is_pointer(text)
+        or bool(_CELLS_RUN_TOGETHER.search(text))
     )
 
 
