@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from docsum.lexical import MONTH_ABBREVIATIONS, MONTHS
 
-# One token of a figure cell: "$", "1,234", "(1,199)", "642.0", "%", "(1.3)%", "—".
-_CELL_TOKEN = re.compile(r"\$|%|\)%?|\(?-?\$?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[—–]")
+# One token of a figure cell: "$", "1,234", "(1,199)", "642.0", "%", "(1.3)%", "—", "—%".
+_CELL_TOKEN = re.compile(r"\$|%|\)%?|\(?-?\$?\d(?:[\d,]*\d)?(?:\.\d+)?\)?%?|[—–]%?")
 _DASHES = ("—", "–")
 _CELL_SPLIT = re.compile(r"\t|\s{2,}")
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
@@ -73,6 +73,7 @@ def parse_row(line: str) -> Row | None:
     label = " ".join(tokens[:i]).rstrip(" :.")
     values: list[str] = []
     for token in tokens[i:]:
+        token = token.rstrip("%") if token.rstrip("%") in _DASHES else token  # "—%": an empty share
         if values and (token in ("%", ")", ")%") or values[-1] == "$"):
             values[-1] += token  # "$ 607" is one cell, "14.2 %" another
         else:

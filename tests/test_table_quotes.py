@@ -447,3 +447,24 @@ def test_a_row_of_empty_cells_is_not_quoted() -> None:
     assert quote("Preferred stock   —") is None
     text = "   October 29, 2023   October 30, 2022\nIP-related costs   (26)   —"
     assert quote(text) == "IP-related costs: (26), October 29, 2023; —, October 30, 2022."
+
+
+def test_an_empty_share_cell_is_a_cell_not_part_of_the_label() -> None:
+    # Before: "Acquisition termination cost — — — —%: —, 2023; 1,353 million,
+    # 2022; …": "—%" was no cell, so the label ran up to it.
+    text = (
+        "   Three Months Ended   Six Months Ended\n"
+        "   July 30,   July 31,   $   %   July 30,   July 31,   $   %\n"
+        "   2023   2022   Change   Change   2023   2022   Change   Change\n"
+        "   ($ in millions)\n"
+        "Acquisition termination cost   —   —   —   —%   —   1,353   (1,353)   (100)%"
+    )
+    row = parse_row(text.split("\n")[-1])
+    assert row is not None and row.label == "Acquisition termination cost"
+    # The quarter's cells are all empty: nothing to quote.
+    assert quote(text) is None
+    text = (
+        "   Three Months Ended\n   April 30,   May 1,   $   %\n   2023   2022   Change   Change\n   ($ in millions)\n"
+        "Acquisition termination cost   —   1,353   (1,353)   —%"
+    )
+    assert quote(text) == "Acquisition termination cost: —, 2023; 1,353 million, 2022."
