@@ -174,6 +174,20 @@ _FOOTNOTE_MARK = re.compile(rf"^{FOOTNOTE_MARK}\s+(?=[A-Z])")
 _BULLET = re.compile(r"^(?:[•▪■●◦‣∙]|[-*](?=\s+[^\W\d]))\s+")
 
 
+# A line that ends in a word's hyphen: the word goes on at the next line's start.
+_HYPHEN_END = re.compile(r"[^\W_]-$")
+
+
+def _joined(lines: list[str]) -> str:
+    """A paragraph's lines as one text; a compound broken at its hyphen
+    ("write-" / "off", "Form 10-" / "K") is joined whole, not quoted as
+    "write- off"."""
+    out = lines[0] if lines else ""
+    for line in lines[1:]:
+        out = f"{out}{line}" if _HYPHEN_END.search(out) else f"{out} {line}"
+    return out
+
+
 def answer_units(text: str, rows: bool = True) -> list[str]:
     """The quotable units of a passage in order: whole sentences of its prose
     and (with `rows`) its table rows as quotes; headings and noise left out."""
@@ -185,7 +199,7 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
         if not paragraph:
             return
         found: list[str] = []
-        for sentence in sentences(" ".join(paragraph), initialisms=rows):
+        for sentence in sentences(_joined(paragraph) if rows else " ".join(paragraph), initialisms=rows):
             if found and sentence[:1].islower():
                 found[-1] = f"{found[-1]} {sentence}"  # split after an abbreviation ("non-U.S. subsidiaries")
             else:

@@ -322,3 +322,17 @@ def test_a_second_hop_must_continue_from_the_first(tmp_path: Path) -> None:
     data = json.loads(out)
     assert "Ruben Kell" not in data["answer"]
     assert "island.txt" not in {c["path"] for c in data["citations"]}
+
+
+def test_a_compound_broken_at_its_hyphen_is_quoted_whole() -> None:
+    # Before: "… reflecting the write- off of the prepayment …" and "our 2021 Form 10- K".
+    units = answer_units(
+        "We recorded an acquisition termination cost of $1.35 billion reflecting the write-\n"
+        "off of the prepayment provided at signing. The Risk Factors in our 2021 Form 10-\n"
+        "K remain current in all material respects."
+    )
+    assert units == [
+        "We recorded an acquisition termination cost of $1.35 billion reflecting the write-off of the prepayment "
+        "provided at signing.",
+        "The Risk Factors in our 2021 Form 10-K remain current in all material respects.",
+    ]
