@@ -467,4 +467,8 @@ def test_an_empty_share_cell_is_a_cell_not_part_of_the_label() -> None:
         "   Three Months Ended\n   April 30,   May 1,   $   %\n   2023   2022   Change   Change\n   ($ in millions)\n"
         "Acquisition termination cost   —   1,353   (1,353)   —%"
     )
-    assert quote(text) == "Acquisition termination cost: —, 2023; 1,353 million, 2022."
+    # The dates over the years head them past the change columns' "$" and "%"
+    # (before: "—, 2023; 1,353 million, 2022").
+    assert quote(text) == (
+        "Acquisition termination cost: —, three months ended April 30, 2023; 1,353 million, May 1, 2022."
+    )
