@@ -615,3 +615,25 @@ def test_a_question_naming_a_date_is_answered_from_the_filing_that_names_it(tmp_
         assert code == 0, err
         assert "$4,700 million" in out
         assert "needs acme, july 1 2023" in err and "grounding: 3 → 1 documents" in err, err
+
+
+def test_a_question_in_lower_case_names_the_documents_it_spells(tmp_path: Path) -> None:
+    # Before: "what state is directly west of north dakota" named nothing (no
+    # capitals), and the answer led with a township in Illinois that shares
+    # "north" and "west" with it.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "North_Dakota.txt").write_text(
+        "North Dakota is a state in the upper Midwest of the United States.\n\n"
+        "South Dakota is to the south, Montana is to the west, and Manitoba is to the north of the state.\n"
+    )
+    (folder / "Metamora_Township.txt").write_text(
+        "Metamora Township, Township 27 North, Range 2 West, is located in Woodford County, Illinois.\n\n"
+        "The township is directly west of the county seat and north of the state highway.\n"
+    )
+    store = tmp_path / "store.sqlite"
+    assert run("build", folder, "--store", store, "-q")[0] == 0
+    code, out, err = run("ask", "what state is directly west of north dakota", "--store", store)
+    assert code == 0, err
+    assert "Montana is to the west" in out
+    assert "Metamora" not in out and "Illinois" not in out

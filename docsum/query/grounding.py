@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
-from docsum.lexical import sentences
+from docsum.lexical import STOPWORDS, sentences
 from docsum.models.abstain import (
     TextKeys,
     document_keys,
@@ -65,7 +65,7 @@ def grounded(
     next candidates above the floor may take the place of chosen documents.
     Returns the kept documents, their nodes, and the step report (None when
     the question names nothing)."""
-    names = question_names(question)
+    names = question_names(question) or _spelled_titles(question, [*found.chosen, *found.candidates])
     if not names:
         return found.chosen, by_doc, None
     # A period must sit in one document with every name; a bare year may be
@@ -302,6 +302,36 @@ def _looked_up(
             if name.endswith(f" of {bridge}") and not partial:
                 partial = [cand]
     return partial
+
+
+# A one-word file name spelled in a question is a name only this long
+# ("coffee", not "war").
+MIN_TITLE_WORD = 4
+
+
+def _spelled_titles(question: str, candidates: list[Candidate]) -> list[str]:
+    """The names of a question written all in lower case ("what state is
+    directly west of north dakota"), which `question_names` cannot see: the
+    file names of candidates it spells out, whole or by their first two
+    words or more ("north dakota" for North_Dakota.txt, "monster truck" for
+    Monster_Trucks_film.txt). A question with a capital letter names its own."""
+    if question != question.lower():
+        return []
+    asked = f" {phrase_key(question)} "
+    names: list[str] = []
+    for cand in candidates:
+        words = _file_key(cand.path).split()
+        for n in range(len(words), min(2, len(words)) - 1, -1):
+            key = " ".join(words[:n])
+            if (
+                f" {key} " in asked
+                and key not in names
+                and not all(w in STOPWORDS for w in words[:n])
+                and (n > 1 or len(key) >= MIN_TITLE_WORD)
+            ):
+                names.append(key)
+                break
+    return names
 
 
 def _file_key(path: str) -> str:
