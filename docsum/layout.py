@@ -175,13 +175,13 @@ _BULLET = re.compile(r"^(?:[•▪■●◦‣∙]|[-*](?=\s+[^\W\d]))\s+")
 
 
 # A line that ends in a word's hyphen: the word goes on at the next line's start.
-_HYPHEN_END = re.compile(r"[^\W_]-$")
+_HYPHEN_END = re.compile(r"[^\W_][-–]$")
 
 
 def _joined(lines: list[str]) -> str:
     """A paragraph's lines as one text; a compound broken at its hyphen
-    ("write-" / "off", "Form 10-" / "K") is joined whole, not quoted as
-    "write- off"."""
+    ("write-" / "off", "Form 10-" / "K", "term debt–" / "related") is
+    joined whole, not quoted as "write- off"."""
     out = lines[0] if lines else ""
     for line in lines[1:]:
         out = f"{out}{line}" if _HYPHEN_END.search(out) else f"{out} {line}"

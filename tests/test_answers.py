@@ -329,10 +329,11 @@ def test_a_compound_broken_at_its_hyphen_is_quoted_whole() -> None:
     units = answer_units(
         "We recorded an acquisition termination cost of $1.35 billion reflecting the write-\n"
         "off of the prepayment provided at signing. The Risk Factors in our 2021 Form 10-\n"
-        "K remain current in all material respects."
+        "K remain current in all material respects. We hedge term debt–\nrelated foreign currency transactions."
     )
     assert units == [
         "We recorded an acquisition termination cost of $1.35 billion reflecting the write-off of the prepayment "
         "provided at signing.",
         "The Risk Factors in our 2021 Form 10-K remain current in all material respects.",
+        "We hedge term debt–related foreign currency transactions.",
     ]
