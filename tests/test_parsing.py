@@ -34,7 +34,7 @@ from docsum.errors import LoadError
 from docsum.ingest import load as load_module
 from docsum.ingest import pdf
 from docsum.ingest.load import load_file, read_once
-from docsum.ingest.pdf import PYPDF_ARRAY_LIMIT, load_pdf
+from docsum.ingest.pdf import PYPDF_ARRAY_LIMIT, clean_extracted, load_pdf
 from docsum.models.extractive import ExtractiveLLM
 
 
@@ -414,3 +414,10 @@ def test_a_build_run_from_a_folder_of_python_files_still_parses_its_pdfs(tmp_pat
     assert done.returncode == 0, done.stderr
     assert stored_paths(store) == {"notes.pdf"}
     assert "PYTHONSAFEPATH" not in os.environ  # put back in this process too
+
+
+def test_a_hyphen_pdfium_gives_as_a_noncharacter_is_a_hyphen() -> None:
+    # PDFium writes a hyphen that ended a line as U+FFFE. Before, the SEC PDF
+    # answers quoted "reflecting the write\ufffeoff of the prepayment".
+    text = clean_extracted("the write\ufffeoff of the prepayment\r\nasset\ufffebacked securities")
+    assert text == "the write-off of the prepayment\nasset-backed securities"

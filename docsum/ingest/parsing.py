@@ -27,7 +27,7 @@ from docsum.settings import default
 CACHE_MAX_BYTES = 512 << 20
 # Bump when extraction changes what text a file yields: older cache entries
 # are then ignored (and age out).
-EXTRACTION_VERSION = "6"  # 2: titles set over two or three lines are whole; 3: a filing is titled by its registrant; 4: a PDF with unreadable pages keeps the readable ones; 5: page origins (OCR); 6: PDF tables are rebuilt from the page layout, one row per line, cells apart
+EXTRACTION_VERSION = "7"  # 2: titles set over two or three lines are whole; 3: a filing is titled by its registrant; 4: a PDF with unreadable pages keeps the readable ones; 5: page origins (OCR); 6: PDF tables are rebuilt from the page layout, one row per line, cells apart; 7: PDFium's line-end hyphen (U+FFFE) is a hyphen
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,9 @@ def clean_extracted(raw: str) -> str:
     (broken font encodings; they upset SQLite FTS, prompts and terminals), no
     lone surrogates."""
     text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    # PDFium gives a hyphen that ended a line as U+FFFE, a noncharacter:
+    # answers quoted "asset\ufffebacked securities" and "the write\ufffeoff".
+    text = text.replace("\ufffe", "-")
     text = _CONTROLS.sub("", text)
     return _SURROGATE.sub("\ufffd", text).strip()
 
