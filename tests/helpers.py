@@ -145,6 +145,19 @@ def write_file(path: Path, data: bytes | str) -> Path:
     return path
 
 
+def built_store(tmp_path: Path, docs: dict[str, str], *build_args: str) -> Path:
+    """Write `docs` (file name → text) into a folder, build it offline into
+    a store under `tmp_path` and return the store's path: the start of most
+    tests that ask something."""
+    folder = tmp_path / "docs"
+    for name, text in docs.items():
+        write_file(folder / name, text)
+    store = tmp_path / "store.sqlite"
+    result = run_cli("build", folder, "--store", store, "-q", *build_args)
+    assert result.code == 0, result.stderr
+    return store
+
+
 def only_the_error_document(result: CliResult) -> None:
     """A --json command that failed printed one document on stdout: the
     error, with the exit code and the message also on stderr."""

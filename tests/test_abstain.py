@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakeopenai import FakeOpenAI
-from helpers import first_choice_then
+from helpers import built_store, first_choice_then
 from helpers import run_cli_parts as run
 
 from docsum.lexical import sentences
@@ -543,17 +543,15 @@ def test_the_owner_of_what_is_asked_must_be_what_a_source_is_about() -> None:
 def test_a_year_may_be_one_hops_but_a_period_must_sit_with_every_name(tmp_path: Path) -> None:
     from docsum.models.abstain import is_period
 
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "judiciary_act.txt").write_text(
-        "The Judiciary Act of 1869 fixed the Supreme Court at nine justices. "
-        "The Judiciary Act of 1869 also created nine circuit judgeships.\n"
+    store = built_store(
+        tmp_path,
+        {
+            "judiciary_act.txt": "The Judiciary Act of 1869 fixed the Supreme Court at nine justices. "
+            "The Judiciary Act of 1869 also created nine circuit judgeships.\n",
+            "james_glisson.txt": "James Glisson was born in Jackson County, Florida. "
+            "Glisson later studied at Palmer College.\n",
+        },
     )
-    (folder / "james_glisson.txt").write_text(
-        "James Glisson was born in Jackson County, Florida. Glisson later studied at Palmer College.\n"
-    )
-    store = tmp_path / "store.sqlite"
-    assert run("build", folder, "--store", store)[0] == 0
     # 1869 is one hop's, as "James Glisson" is the other's. Before: "no one
     # document holds 1869 with every name", and an abstention.
     code, out, err = run(
@@ -574,18 +572,15 @@ def test_names_joined_by_or_are_alternatives(tmp_path: Path) -> None:
     question = "Are there trends in Acme's Data Center Group or IoT segment revenues?"
     assert either_names(question, question_names(question)) == [frozenset({"data center group", "iot"})]
     assert either_names("Who founded Acme and Widget?", ["acme", "widget"]) == []
-    folder = tmp_path / "docs"
-    folder.mkdir()
     # The filing calls the first segment by its newer name: it is about the
     # IoT segment, one of the two asked for. Before: "missing: data center
     # group" and an abstention.
-    (folder / "acme_q3.txt").write_text(
+    filing = (
         "Acme Corporation quarterly report. Acme sells chips.\n\n"
         "IoT segment revenue was $1,200 million in the quarter, up from $1,100 million a year ago.\n"
         "Data Center and AI revenue was $3,800 million in the quarter. Acme expects IoT growth to slow.\n"
     )
-    store = tmp_path / "store.sqlite"
-    assert run("build", folder, "--store", store, "-q")[0] == 0
+    store = built_store(tmp_path, {"acme_q3.txt": filing})
     code, out, err = run("ask", question, "--store", store)
     assert code == 0, err
     assert "$1,200 million" in out
@@ -595,20 +590,19 @@ def test_a_question_naming_a_date_is_answered_from_the_filing_that_names_it(tmp_
     # Before: "July 1, 2023" was the names "1" and "2023", which every filing
     # of the year holds: the filing for the quarter ended April 1 was kept
     # beside July's (Apple's iPhone answer quoted three quarters' rows).
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for name, ended, sales in (
-        ("acme_q2.txt", "April 1, 2023", "4,100"),
-        ("acme_q3.txt", "July 1, 2023", "4,700"),
-        ("acme_q4.txt", "September 30, 2023", "5,200"),
-    ):
-        (folder / name).write_text(
-            f"Acme Corporation quarterly report for the quarter ended {ended}.\n\n"
+    store = built_store(
+        tmp_path,
+        {
+            name: f"Acme Corporation quarterly report for the quarter ended {ended}.\n\n"
             f"Boat sales were ${sales} million in the quarter ended {ended}, as Acme sold more boats in 2023.\n"
             f"Acme sold boats in 2023 and expects to sell more boats in the quarter after {ended}.\n"
-        )
-    store = tmp_path / "store.sqlite"
-    assert run("build", folder, "--store", store, "-q")[0] == 0
+            for name, ended, sales in (
+                ("acme_q2.txt", "April 1, 2023", "4,100"),
+                ("acme_q3.txt", "July 1, 2023", "4,700"),
+                ("acme_q4.txt", "September 30, 2023", "5,200"),
+            )
+        },
+    )
     for written in ("July 1, 2023", "1 July 2023"):  # either way round
         question = f"What were Acme's boat sales in the quarter ended {written}?"
         code, out, err = run("ask", question, "--store", store, "--explain")
@@ -621,18 +615,16 @@ def test_a_question_in_lower_case_names_the_documents_it_spells(tmp_path: Path) 
     # Before: "what state is directly west of north dakota" named nothing (no
     # capitals), and the answer led with a township in Illinois that shares
     # "north" and "west" with it.
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "North_Dakota.txt").write_text(
-        "North Dakota is a state in the upper Midwest of the United States.\n\n"
-        "South Dakota is to the south, Montana is to the west, and Manitoba is to the north of the state.\n"
+    store = built_store(
+        tmp_path,
+        {
+            "North_Dakota.txt": "North Dakota is a state in the upper Midwest of the United States.\n\n"
+            "South Dakota is to the south, Montana is to the west, and Manitoba is to the north of the state.\n",
+            "Metamora_Township.txt": "Metamora Township, Township 27 North, Range 2 West, "
+            "is located in Woodford County, Illinois.\n\n"
+            "The township is directly west of the county seat and north of the state highway.\n",
+        },
     )
-    (folder / "Metamora_Township.txt").write_text(
-        "Metamora Township, Township 27 North, Range 2 West, is located in Woodford County, Illinois.\n\n"
-        "The township is directly west of the county seat and north of the state highway.\n"
-    )
-    store = tmp_path / "store.sqlite"
-    assert run("build", folder, "--store", store, "-q")[0] == 0
     code, out, err = run("ask", "what state is directly west of north dakota", "--store", store)
     assert code == 0, err
     assert "Montana is to the west" in out

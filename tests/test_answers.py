@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import built_store
 from helpers import run_cli_parts as run
 
 from docsum.layout import answer_units
@@ -302,20 +303,17 @@ def test_a_second_hop_must_continue_from_the_first(tmp_path: Path) -> None:
     # Before: a chosen document naming nothing of the question was kept as
     # "the other hop" and its fact quoted (Djibouti's first president for a
     # question on a journal's publisher).
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    (folder / "journal.txt").write_text(
-        "The Journal of Quiet Studies is a journal published by the Society of Listeners. It appears four times a year.\n"
+    store = built_store(
+        tmp_path,
+        {
+            "journal.txt": "The Journal of Quiet Studies is a journal published by the Society of Listeners. "
+            "It appears four times a year.\n",
+            "listeners.txt": "The Society of Listeners was founded in 1901. "
+            "Its first president was Agatha Marsh, who served until 1910.\n",
+            "island.txt": "Portavo gained its independence in 1977 and Ruben Kell became the first president of Portavo. "
+            "The first president of the island served until 1991, and the association of farmers elected him twice.\n",
+        },
     )
-    (folder / "listeners.txt").write_text(
-        "The Society of Listeners was founded in 1901. Its first president was Agatha Marsh, who served until 1910.\n"
-    )
-    (folder / "island.txt").write_text(
-        "Portavo gained its independence in 1977 and Ruben Kell became the first president of Portavo. "
-        "The first president of the island served until 1991, and the association of farmers elected him twice.\n"
-    )
-    store = tmp_path / "s.sqlite"
-    assert run("build", folder, "--store", store, "-q")[0] == 0
     question = "Who was the first president of the association which published the Journal of Quiet Studies?"
     code, out, err = run("ask", question, "--store", store, "--json")
     assert code in (0, 5), err

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import built_store
 from helpers import run_cli_parts as run
 
 from docsum.lexical import sentences
@@ -37,24 +38,13 @@ REPUBLIC = (
 )
 
 
-def _store(tmp_path: Path, docs: dict[str, str]) -> Path:
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for name, text in docs.items():
-        (folder / name).write_text(text)
-    store = tmp_path / "store.sqlite"
-    code, _, err = run("build", folder, "--store", store)
-    assert code == 0, err
-    return store
-
-
 def _first_sentence(answer: str) -> str:
     return sentences(answer.split("\nSources:")[0])[0]
 
 
 @pytest.mark.parametrize("mode", ["compact", "refine"])
 def test_a_chained_question_is_answered_by_the_hop_that_holds_the_answer_first(tmp_path: Path, mode: str) -> None:
-    store = _store(
+    store = built_store(
         tmp_path,
         {
             "Journal_of_Quiet_Studies.txt": JOURNAL,
@@ -75,7 +65,7 @@ def test_a_chained_question_that_cannot_be_chained_is_declined(tmp_path: Path) -
     # Without the society's document, the journal's sentence answers "which
     # society", not "who was its first president", and Westmarch's first
     # president is another question's answer.
-    store = _store(tmp_path, {"Journal_of_Quiet_Studies.txt": JOURNAL, "Westmarch.txt": REPUBLIC})
+    store = built_store(tmp_path, {"Journal_of_Quiet_Studies.txt": JOURNAL, "Westmarch.txt": REPUBLIC})
     code, out, _ = run("ask", QUESTION, "--store", store)
     assert code == 5, out
     assert ABSTENTION_TEXT in out
@@ -95,7 +85,7 @@ def test_the_second_hops_document_is_found_when_the_retriever_ranks_it_low(tmp_p
         )
         for topic, person in [("Loud Rooms", "Anna Fell"), ("Quiet Machines", "Per Lind"), ("Studies", "Ola Berg")]
     }
-    store = _store(
+    store = built_store(
         tmp_path,
         {"Journal_of_Quiet_Studies.txt": JOURNAL, "Northfield_Acoustical_Society.txt": SOCIETY, **others},
     )
@@ -130,7 +120,7 @@ def test_a_place_named_as_part_of_a_region_leads_to_the_places_document(tmp_path
     # "in the Northern Region of Westmarch": the bridge is Westmarch. Before,
     # only the whole phrase was a bridge, no document is about it, and the
     # question was declined.
-    store = _store(
+    store = built_store(
         tmp_path,
         {
             "Dornvale.txt": "Dornvale is a town in the Northern Region of Westmarch. It holds a cattle market every week.\n",
@@ -153,7 +143,7 @@ def test_the_hops_document_is_looked_up_in_the_whole_store_by_its_name(tmp_path:
     # scores it below the floor and it was never among the documents read
     # for a hop: the question was declined. Its file name is the bridge's.
     # "In charge" is what the document says as "President".
-    store = _store(
+    store = built_store(
         tmp_path,
         {
             "Dornvale.txt": "Dornvale is a town located in the Northern Region of Westmarch, a small country.\n",
@@ -255,7 +245,7 @@ def test_part_of_the_questions_name_is_no_bridge(tmp_path: Path) -> None:
     # "Harris" is part of "Harris W. Fawell", not something his document
     # leads to: before, a band's document naming its bassist Steve Harris
     # was kept as a second hop and quoted in the answer.
-    store = _store(
+    store = built_store(
         tmp_path,
         {
             "Harris_W_Fawell.txt": (
@@ -282,7 +272,7 @@ def test_a_hop_further_is_never_another_filing_of_the_same_kind(tmp_path: Path) 
     # Before: a chained question about Acme's Q2 2023 filing took in Bolt's
     # 10-Q (it names the bridge, Larkspur Works) and Acme's Q3 2023 one as
     # "a hop further": another company's and another quarter's filings.
-    store = _store(
+    store = built_store(
         tmp_path,
         {
             "2023_Q2_ACME.txt": _quarterly(
