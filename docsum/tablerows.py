@@ -73,7 +73,8 @@ def parse_row(line: str) -> Row | None:
     label = " ".join(tokens[:i]).rstrip(" :.")
     values: list[str] = []
     for token in tokens[i:]:
-        token = token.rstrip("%") if token.rstrip("%") in _DASHES else token  # "—%": an empty share
+        bare = token.rstrip("%")
+        token = bare if bare in _DASHES else token  # "—%": an empty share
         if values and (token in ("%", ")", ")%") or values[-1] == "$"):
             values[-1] += token  # "$ 607" is one cell, "14.2 %" another
         else:

@@ -321,7 +321,8 @@ def _spelled_titles(question: str, candidates: list[Candidate]) -> list[str]:
     names: list[str] = []
     for cand in candidates:
         words = _file_key(cand.path).split()
-        for n in range(len(words), min(2, len(words)) - 1, -1):
+        shortest = min(2, len(words))  # a one-word file name may be spelt whole
+        for n in range(len(words), shortest - 1, -1):  # the longest first
             key = " ".join(words[:n])
             if (
                 f" {key} " in asked
