@@ -14,7 +14,8 @@ import re
 
 from docsum.lazyre import LazyPattern
 from docsum.lexical import sentences
-from docsum.tablerows import FOOTNOTE_MARK, cell_token, is_row, row_quote
+from docsum.tablecells import FOOTNOTE_MARK, cell_token, is_row
+from docsum.tablerows import row_quote
 
 # Form and cover-page boilerplate: a line holding any of these (in lower
 # case) is noise. Plain substrings: a pattern of this many alternatives cost

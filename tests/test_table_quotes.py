@@ -4,7 +4,8 @@ layout from the SEC 10-Q filings that was quoted wrongly before."""
 
 from __future__ import annotations
 
-from docsum.tablerows import is_row, parse_row, row_quote
+from docsum.tablecells import is_row, parse_row
+from docsum.tablerows import row_quote
 
 
 def quote(text: str) -> str | None:
