@@ -813,6 +813,34 @@ def test_a_question_on_a_level_is_answered_by_a_balance_not_a_flow() -> None:
         assert answer.startswith("Inventories (Current assets): 7,482"), answer
 
 
+def test_a_question_on_an_amount_at_a_date_is_answered_by_a_balance() -> None:
+    # Before: "How much cash did Amazon have at the end of Q2 2023?" was
+    # answered by the quarter's financing and operating cash flows, above
+    # the balance sheet's cash and cash equivalents.
+    engine = ExtractiveLLM()
+    flows = (
+        "   Three Months Ended\n"
+        "   June 30,\n"
+        "   2022   2023\n"
+        "Cash provided by (used in):\n"
+        "Operating activities   $   8,965   $   16,476\n"
+        "Financing activities   4,626   (6,539)\n"
+    )
+    balances = (
+        "   December 31, 2022   June 30, 2023\n"
+        "Current assets:\n"
+        "Cash and cash equivalents   $   53,888   $   49,529\n"
+        "Accounts receivable   42,360   39,230\n"
+    )
+    context = f"[1] (source: report.txt)\n{flows}\n\n[2] (source: report.txt)\n{balances}"
+    for question in (
+        "How much cash did Acme have at the end of Q2 2023?",
+        "How much cash did Acme have as of June 30, 2023?",
+    ):
+        answer = engine.answer(question, context)
+        assert answer.startswith("Cash and cash equivalents (Current assets): $53,888, December 31, 2022"), answer
+
+
 def test_a_charts_figures_run_together_are_never_quoted() -> None:
     from docsum.models.answerrank import is_quotable
 

@@ -467,8 +467,12 @@ def asks_one_quarter(question: str) -> bool:
 # flow: the cash flow statement's "Inventories (Changes in operating assets
 # and liabilities): (2,548) million, six months ended April 1, 2023" led
 # that answer, above the balance sheet's "Inventories: 7,351 million, July
-# 1, 2023".
-_ASKS_LEVEL = re.compile(r"\blevels?\b|\bbalances?\b(?! sheet)|\bposition\b|\bon hand\b", re.IGNORECASE)
+# 1, 2023". So does one about a date's amount ("How much cash did Amazon
+# have at the end of Q2 2023?", "… as of June 30, 2023"): the quarter's
+# financing cash flows had led it.
+_ASKS_LEVEL = re.compile(
+    r"\blevels?\b|\bbalances?\b(?! sheet)|\bposition\b|\bon hand\b|\bat the end of\b|\bas of\b", re.IGNORECASE
+)
 _FLOW = re.compile(
     r"\bmonths ended\b|\bYTD\b|\byear[- ]to[- ]date\b|\bduring (?:the )?(?:Q[1-4]|quarter)\b", re.IGNORECASE
 )
