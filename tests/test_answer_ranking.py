@@ -841,6 +841,24 @@ def test_a_question_on_an_amount_at_a_date_is_answered_by_a_balance() -> None:
         assert answer.startswith("Cash and cash equivalents (Current assets): $53,888, December 31, 2022"), answer
 
 
+def test_a_buyback_is_answered_by_what_filings_call_a_repurchase() -> None:
+    # Before: "How many shares did Apple buy back …?" met no word of the
+    # repurchase sentence, and share-based compensation led the answer.
+    engine = ExtractiveLLM()
+    context = (
+        "[1] (source: report.txt)\nShare-based compensation expense was $2.7 billion for the three months "
+        "ended April 1, 2023, as more shares vested in the quarter.\n\n"
+        "[2] (source: report.txt)\nDuring the three months ended April 1, 2023, the Company repurchased "
+        "142 million shares of its common stock for $19.1 billion.\n"
+    )
+    for question in (
+        "How many shares did Acme buy back in the quarter ended April 1, 2023?",
+        "What were Acme's share buybacks in the quarter ended April 1, 2023?",
+    ):
+        answer = engine.answer(question, context)
+        assert answer.startswith("During the three months ended April 1, 2023, the Company repurchased"), answer
+
+
 def test_a_charts_figures_run_together_are_never_quoted() -> None:
     from docsum.models.answerrank import is_quotable
 

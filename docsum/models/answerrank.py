@@ -96,6 +96,9 @@ _LABEL_SYNONYMS = {
 _ABBREVIATIONS = {
     re.compile(r"\bR&D\b"): "research and development",
     re.compile(r"\bM&A\b"): "mergers and acquisitions",
+    # Not an abbreviation but the everyday word for what filings call a
+    # repurchase ("How many shares did Apple buy back …?").
+    re.compile(r"\b(?:buy|bought|buying)[ -]?backs?\b", re.IGNORECASE): "repurchase",
 }
 # Text every filing carries for the form's sake (officers' certifications,
 # exhibit and XBRL notes, the forward-looking-statements notice): it holds
