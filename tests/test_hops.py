@@ -356,3 +356,44 @@ def test_a_passage_compact_splits_between_two_parts_keeps_the_earlier_ones_in_vi
     # A question asked afresh (numbered from 1 again) starts afresh.
     again = seen.context("Who founded the publisher of the journal?", first)
     assert again == first
+
+
+def test_a_sentence_opening_participle_is_no_bridge(tmp_path: Path) -> None:
+    from docsum.models.hops import bridges_in
+
+    # Before: "Founded" was a name, and a foundation's page "founded in
+    # 1926 by Queen Ada" was kept as the other hop and quoted.
+    assert "found" not in bridges_in("Founded in 1930 by George Jenkins, Quillmart is a grocery chain.")
+    assert bridges_in("Kassel is a city on the Fulda River.") == ["kassel", "fulda river"]
+    store = built_store(
+        tmp_path,
+        {
+            "Quillmart.txt": "Founded in 1930 by George Jenkins, Quillmart is a grocery chain. "
+            "Quillmart runs stores in four states.\n",
+            "Harbor_Medical_Foundation.txt": "The Harbor Medical Foundation is a charity. "
+            "It was founded in 1926 by Queen Ada, who founded two hospitals.\n",
+        },
+    )
+    code, out, err = run("ask", "Who founded Quillmart?", "--store", store)
+    assert code == 0, err
+    assert "George Jenkins" in out and "Queen Ada" not in out
+
+
+def test_a_name_most_candidates_mention_links_no_hop(tmp_path: Path) -> None:
+    # Before: a church in Ohio that "stands tall" was kept as the other hop
+    # of a question on a peak in Colorado, both "in the United States", and
+    # led the answer.
+    store = built_store(
+        tmp_path,
+        {
+            "Humboldt_Peak.txt": "Humboldt Peak\n\nHumboldt Peak is a high mountain summit of the Sangre de Cristo Range in Colorado, "
+            "United States. Humboldt Peak rises above the Wet Mountain Valley.\n",
+            "Atwater_Church.txt": "Atwater Church\n\nThe Atwater Church was built in 1841 and stands tall over the village green. "
+            "It is a church in Ohio, United States.\n",
+            "Dunmore.txt": "Dunmore\n\nDunmore is a town in West Virginia, United States. Its mill has a tall chimney.\n",
+            "Portland.txt": "Portland\n\nPortland is a community in Wisconsin, United States. Its grain elevator is tall.\n",
+        },
+    )
+    code, out, err = run("ask", "How tall is Humboldt Peak?", "--store", store)
+    assert code in (0, 5), err
+    assert "Atwater" not in out and "Dunmore" not in out and "Portland" not in out

@@ -327,18 +327,26 @@ def single_coverage(question: str, units: list[Unit], asked: str = "") -> float:
 _OF_NAME = re.compile(r"\bof\s+(?:the\s+)?([A-Z][\w&’'.-]*[\w](?:\s+[A-Z][\w&’'.-]*[\w])*)$")
 
 
+# A participle opening a sentence ("Founded", "Located", "Released"), capitalised only for that.
+_PARTICIPLE = re.compile(r"^[A-Z][a-z]{3,}ed$")
+
+
 def bridges_in(sentence: str) -> list[str]:
     """The capitalised phrases of a sentence as name keys (abstain.phrase_key),
     without the words that are capitalised only for opening it; a phrase
     ending "of" a name also gives that name ("the Eastern Region of Uganda"
     is a bridge to Uganda too)."""
     out: list[str] = []
-    for phrase in PHRASE.findall(sentence):
+    opening = sentence.lstrip(" \t\n\"'“‘(")
+    for found in PHRASE.finditer(opening):
+        phrase = found.group(0)
         owner = _OF_NAME.search(phrase)
         for piece in [phrase, owner.group(1)] if owner else [phrase]:
             words = piece.split()
             while words and words[0].lower() in _OPENERS:
                 words = words[1:]
+            if found.start() == 0 and words and words[0] == phrase.split()[0] and _PARTICIPLE.match(words[0]):
+                words = words[1:]  # "Founded in 1930 by …": a verb opening the sentence, no name
             if not words or (len(words) == 1 and (len(words[0]) < 3 or words[0].lower() in STOPWORDS)):
                 continue
             key = phrase_key(" ".join(words))

@@ -23,7 +23,7 @@ from docsum.models.abstain import (
     question_names,
     subject_names,
 )
-from docsum.models.hops import bridges_in, is_chained
+from docsum.models.hops import GENERAL_DOCUMENTS, bridges_in, is_chained
 from docsum.models.prose import document_kind
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate, Retrieval, SummaryCorpus, documents_about, passes_floor
@@ -124,10 +124,18 @@ def grounded(
                 text = "\n".join(r.text for r in by_doc.get(c.doc_id, []))
                 titled = all(TextKeys(titles.get(c.doc_id, c.path)).count(n) for n in wanted)
                 bridges = _bridge_keys(wanted, [text], also=bridges, most=MAX_BRIDGE_SENTENCES, every=titled)
+            # A name many of the candidates mention ("United States") links
+            # nothing in particular (a church in Ohio is no hop from a peak in
+            # Colorado) unless the hop is about it (Treaties_of_the_European_Union.txt).
+            bodies = {c.doc_id: TextKeys("\n".join(r.text for r in by_doc.get(c.doc_id, []))) for c in pool}
+            general = {b for b in bridges if sum(1 for k in bodies.values() if k.count(b)) >= GENERAL_DOCUMENTS}
             hops = [
                 c
                 for c in hops
-                if any(TextKeys("\n".join(r.text for r in by_doc.get(c.doc_id, []))).count(b) for b in bridges)
+                if any(
+                    bodies[c.doc_id].count(b) and (b not in general or TextKeys(titles.get(c.doc_id, c.path)).count(b))
+                    for b in bridges
+                )
             ]
         kept = (full + hops)[:top_k]
         note = f"needs {', '.join(names)}; {len(full)} candidate(s) mention all"
