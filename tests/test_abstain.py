@@ -629,3 +629,19 @@ def test_a_question_in_lower_case_names_the_documents_it_spells(tmp_path: Path) 
     assert code == 0, err
     assert "Montana is to the west" in out
     assert "Metamora" not in out and "Illinois" not in out
+
+
+def test_a_one_word_name_is_not_the_word_a_summary_writes_in_lower_case() -> None:
+    from docsum.models.abstain import document_keys, missing_names
+
+    # Before: Nigeria's summary ("The name was taken from the Niger River")
+    # made it a document about "Taken", and "Who directed Taken?" was
+    # answered with that sentence.
+    text = "The name was taken from the Niger River running through the country. Nigeria is in West Africa."
+    nigeria = document_keys("n", "Nigeria.txt Nigeria", text, text)
+    assert missing_names(["taken"], nigeria) == ["taken"]
+    film = "Taken is a 2008 action film. A retired agent tracks the men who took his daughter."
+    assert missing_names(["taken"], document_keys("t", "Taken_film.txt Taken film", film, film)) == []
+    # Written with a capital anywhere in it, the word may be the name.
+    review = "Taken was a hit in 2008. Critics said the plot was taken from older thrillers."
+    assert missing_names(["taken"], document_keys("r", "review.txt review", review, review)) == []

@@ -376,6 +376,16 @@ class DocumentKeys:
     name: TextKeys
     summary: TextKeys
     body: TextKeys
+    # Words the summary and text write only in lower case: in the summary, a
+    # one-word name there is a word ("was taken from the Niger River"), not
+    # the name the question writes with a capital ("Who directed Taken?").
+    # The text keeps counting them: it writes "the euro" for the Euro.
+    lower_only: frozenset[str] = frozenset()
+
+    def _said(self, keys: TextKeys, name: str) -> int:
+        """How often `keys` says the name; never, for a one-word name the text
+        writes only in lower case."""
+        return 0 if name in self.lower_only else keys.count(name)
 
     def is_about(self, name: str, fiscal: bool = False) -> bool:
         """The document is about `name`: the words of it in the file name or
@@ -383,7 +393,7 @@ class DocumentKeys:
         the summary (not for a figure: the summary of a 2023 filing says what
         changed since 2022), or the phrase in the text at least twice and at
         least once every WORDS_PER_MENTION words."""
-        if self.name.has_all(name) or (self.summary.count(name) and not is_figure(name)):
+        if self.name.has_all(name) or (self._said(self.summary, name) and not is_figure(name)):
             return True
         # A name that opens with what the document is about, mentioned
         # whole: Microsoft's filing is about "Microsoft Cloud", Amazon's
@@ -435,12 +445,25 @@ def document_keys(doc_id: str, name: str, summary: str, body: str) -> DocumentKe
     key = (doc_id, hash((name, summary, body)))
     found = _CACHE.get(key)
     if found is None:
-        found = _CACHE[key] = DocumentKeys(TextKeys(name), TextKeys(summary), TextKeys(body))
+        found = _CACHE[key] = DocumentKeys(
+            TextKeys(name), TextKeys(summary), TextKeys(body), _lower_only(summary, body)
+        )
         if len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     else:
         _CACHE.move_to_end(key)
     return found
+
+
+def _lower_only(*texts: str) -> frozenset[str]:
+    """The keys of the words `texts` write only in lower case."""
+    lower: set[str] = set()
+    cased: set[str] = set()
+    for text in texts:
+        for match in _TOKEN.finditer(text):
+            word = match.group(0)
+            (lower if word.islower() else cased).add(_key(word))
+    return frozenset(lower - cased)
 
 
 def missing_names(
