@@ -645,3 +645,32 @@ def test_a_one_word_name_is_not_the_word_a_summary_writes_in_lower_case() -> Non
     # Written with a capital anywhere in it, the word may be the name.
     review = "Taken was a hit in 2008. Critics said the plot was taken from older thrillers."
     assert missing_names(["taken"], document_keys("r", "review.txt review", review, review)) == []
+
+
+def test_a_fiscal_quarter_is_found_in_the_filing_that_names_it(tmp_path: Path) -> None:
+    # Before: Microsoft's filing for the quarter ended September 30, 2023
+    # names "the first quarter of fiscal year 2024" 8 times in 29,000 words,
+    # too seldom to be about it, and "Q1 FY2024" was never read as that
+    # quarter: both questions below abstained.
+    filler = "The company sells software and services to businesses and consumers around the world. " * 800
+    store = built_store(
+        tmp_path,
+        {
+            "2023_Q3_ACME.txt": "Acme Corporation quarterly report for the quarter ended September 30, 2023.\n\n"
+            + "Revenue was $5,600 million in the first quarter of fiscal year 2024. "
+            + filler
+            + "Margins grew in the first quarter of fiscal year 2024, and Acme hired in the first quarter of "
+            "fiscal year 2024.\n",
+            "2023_Q2_ACME.txt": "Acme Corporation quarterly report for the quarter ended June 30, 2023.\n\n"
+            + "Revenue was $5,100 million in the fourth quarter of fiscal year 2023. "
+            + filler
+            + "Margins fell in the fourth quarter of fiscal year 2023.\n",
+        },
+    )
+    for question in (
+        "What was Acme's revenue in Q1 FY2024?",
+        "What was Acme's revenue in the first quarter of fiscal year 2024?",
+    ):
+        code, out, err = run("ask", question, "--store", store)
+        assert code == 0, err
+        assert "$5,600 million" in out and "$5,100 million" not in out

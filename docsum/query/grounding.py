@@ -29,7 +29,7 @@ from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate, Retrieval, SummaryCorpus, documents_about, passes_floor
 from docsum.store.base import DocumentStore
 
-_FISCAL = re.compile(r"\bfiscal\b", re.IGNORECASE)
+_FISCAL = re.compile(r"\bfiscal\b|\bFY\s?\d", re.IGNORECASE)
 # How many further candidates (times --top-k) grounding may look at to
 # replace chosen documents that cannot hold the answer.
 GROUNDING_LOOKAHEAD = 3
