@@ -206,10 +206,14 @@ def _parse_value(setting: Setting, value: Any, where: str) -> Any:
 
 def store_location(settings: Settings) -> StoreLocation:
     """The store a command uses, by one rule for every command: --store, else
-    --index NAME, else $DOCSUM_STORE, else `store` in config.toml, else the
-    index "default". (A postgresql:// URL stays a string: Path would fold its "//".)"""
+    --index NAME (both on one command line are an error), else $DOCSUM_STORE,
+    else `store` in config.toml, else the index "default". (A postgresql:// URL stays a string: Path would fold its "//".)"""
     from docsum.locations import check_location, is_postgres
 
+    if settings.given("store") and settings.given("index"):
+        # Two stores named: answering from one of them without a word left
+        # the user reading the wrong documents' answers.
+        raise ConfigError(f"give --store or --index, not both (--store {settings.store}, --index {settings.index})")
     if settings.store and settings.given("store"):
         chosen = str(settings.store)
     elif settings.index:

@@ -50,6 +50,19 @@ def test_a_missing_store_file_is_exit_2_in_every_command(command: str, two_index
     assert not (two_indexes / "typo.sqlite").exists()
 
 
+@pytest.mark.parametrize("command", list(READERS))
+def test_a_store_and_an_index_at_once_is_exit_2(command: str, two_indexes: Path) -> None:
+    # Before: --store won without a word, and `ask … --store S --index nosuch`
+    # answered (or abstained, exit 5) from S.
+    args = [str(two_indexes / "q.jsonl") if a == "QUESTIONS" else a for a in READERS[command]]
+    store = two_indexes / "s.sqlite"
+    assert run_cli("build", two_indexes / "docs", "--store", store, "-q").code == 0
+    result = run_cli(*args, "--store", store, "--index", "nosuch")
+    assert result.code == ExitCode.USAGE, result
+    assert result.stdout == ""
+    assert "give --store or --index, not both" in result.stderr
+
+
 def test_an_empty_store_is_still_exit_5(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     assert run_cli("build", tmp_path / "empty", "--index", "blank").code == 0

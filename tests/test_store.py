@@ -146,7 +146,7 @@ def test_paths_without_docsum_home(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_store_path_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """One rule for every command: --store, else --index, else
+    """One rule for every command: --store, else --index (not both), else
     $DOCSUM_STORE, else `store` in config.toml, else the default index."""
     monkeypatch.setenv("DOCSUM_HOME", str(tmp_path))
     config = tmp_path / "config.toml"
@@ -156,7 +156,9 @@ def test_store_path_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     monkeypatch.setenv("DOCSUM_STORE", str(tmp_path / "env.sqlite"))
     assert _store({}) == tmp_path / "env.sqlite"
     assert _store({"index": "idx"}) == tmp_path / "data" / "indexes" / "idx.sqlite"
-    assert _store({"store": str(tmp_path / "flag.sqlite"), "index": "idx"}) == tmp_path / "flag.sqlite"
+    assert _store({"store": str(tmp_path / "flag.sqlite")}) == tmp_path / "flag.sqlite"
+    with pytest.raises(ConfigError, match="give --store or --index, not both"):
+        _store({"store": str(tmp_path / "flag.sqlite"), "index": "idx"})
     assert _store({"store": "postgresql://u@h/db"}) == "postgresql://u@h/db"
 
 
