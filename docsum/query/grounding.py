@@ -13,6 +13,7 @@ from typing import Any
 
 from docsum.lexical import STOPWORDS, sentences
 from docsum.models.abstain import (
+    DocumentKeys,
     TextKeys,
     document_keys,
     either_names,
@@ -84,8 +85,9 @@ def grounded(
         by_doc.update(store.nodes_for(need))
     titles = {d.doc_id: f"{d.path} {d.title}" for d in store.get_documents([c.doc_id for c in pool])}
     cover: dict[str, set[str]] = {}
+    known: dict[str, DocumentKeys] = {}  # read once: the second-hop check below reads them again
     for cand in pool:
-        keys = document_keys(
+        keys = known[cand.doc_id] = document_keys(
             cand.doc_id,
             titles.get(cand.doc_id, cand.path),
             cand.summary,
@@ -127,13 +129,12 @@ def grounded(
             # A name many of the candidates mention ("United States") links
             # nothing in particular (a church in Ohio is no hop from a peak in
             # Colorado) unless the hop is about it (Treaties_of_the_European_Union.txt).
-            bodies = {c.doc_id: TextKeys("\n".join(r.text for r in by_doc.get(c.doc_id, []))) for c in pool}
-            general = {b for b in bridges if sum(1 for k in bodies.values() if k.count(b)) >= GENERAL_DOCUMENTS}
+            general = {b for b in bridges if sum(1 for k in known.values() if k.body.count(b)) >= GENERAL_DOCUMENTS}
             hops = [
                 c
                 for c in hops
                 if any(
-                    bodies[c.doc_id].count(b) and (b not in general or TextKeys(titles.get(c.doc_id, c.path)).count(b))
+                    known[c.doc_id].body.count(b) and (b not in general or known[c.doc_id].name.count(b))
                     for b in bridges
                 )
             ]
