@@ -236,3 +236,21 @@ def test_missing_variable_raises_like_a_real_llm() -> None:
 
     with pytest.raises(TemplateVariableError):
         ExtractiveLLM().predict(PromptTemplate("{context_str} {tone}"), context_str="x")
+
+
+def test_a_one_word_name_is_not_met_by_the_word_in_lower_case() -> None:
+    from docsum.models.prompts import ABSTENTION_TEXT
+
+    # Before: "Who directed Taken?" was answered with Nigeria's "The name was
+    # taken from the Niger River", the only sentence holding "taken"; the
+    # film's passage (its plot) never names its director.
+    engine = ExtractiveLLM()
+    film = "A retired agent tracks the men who kidnapped his daughter in Paris. He finds her on a yacht."
+    nigeria = "The name was taken from the Niger River running through the country."
+    context = f"[1] (source: Taken_film.txt)\n{film}\n\n[2] (source: Nigeria.txt)\n{nigeria}"
+    assert engine.answer("Who directed Taken?", context) == ABSTENTION_TEXT
+    # The name written with its capital is still met.
+    directed = f"{film} Taken was directed by Pierre Morel."
+    context = f"[1] (source: Taken_film.txt)\n{directed}\n\n[2] (source: Nigeria.txt)\n{nigeria}"
+    answer = engine.answer("Who directed Taken?", context)
+    assert answer.startswith("Taken was directed by Pierre Morel") and "Niger" not in answer

@@ -39,7 +39,15 @@ from docsum.models.prompts import (
     PromptTemplate,
 )
 from docsum.models.prose import is_opening, is_reference, opening, without_figures_and_tables
-from docsum.models.selection import ANSWER_COVERAGE_FLOOR, asked_terms, idf_weights, join_units, select_units
+from docsum.models.selection import (
+    ANSWER_COVERAGE_FLOOR,
+    asked_terms,
+    idf_weights,
+    join_units,
+    lowered_names,
+    one_word_names,
+    select_units,
+)
 from docsum.models.tokens import tokenizer_for_model
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, Limits, default
@@ -227,7 +235,8 @@ class ExtractiveLLM(LLM):
         hops = hop_answer(query, units, marks, context)
         if hops is not None:
             return self._chain(units, marks, hops) if hops else ABSTENTION_TEXT
-        best = max((len(q & set(answer_terms(s))) / len(q) for s in units), default=0.0)
+        names = one_word_names(query)
+        best = max((len(q & set(answer_terms(s)) - lowered_names(names, s)) / len(q) for s in units), default=0.0)
         return self.extract(query, context) if best >= ANSWER_COVERAGE_FLOOR else ABSTENTION_TEXT
 
     def _chain(self, units: list[str], marks: list[int | None], hops: list[int]) -> str:

@@ -129,6 +129,24 @@ def _holds(kind: str, text: str, asked_names: set[str], rate: str | None = None)
     return any(phrase_key(m.group(0)) not in asked_names for m in _ANSWER_TYPES[kind][1].finditer(text))
 
 
+def one_word_names(query: str) -> list[str]:
+    """The question's names of one word ("Taken" in "Who directed Taken?"),
+    as keys (docsum.models.abstain.question_names)."""
+    return [name for name in question_names(query) if name.isalpha()]
+
+
+def lowered_names(names: list[str], unit: str) -> set[str]:
+    """The answer terms of the one-word `names` that `unit` writes only in
+    lower case: "The name was taken from the Niger River" does not name the
+    film the question writes as "Taken"."""
+    lowered: set[str] = set()
+    for name in names:
+        found = [m.group(0) for m in re.finditer(rf"\b{re.escape(name)}\b", unit, re.IGNORECASE)]
+        if found and all(word.islower() for word in found):
+            lowered.update(answer_terms(name))
+    return lowered
+
+
 def join_units(units: Any) -> str:
     """Quoted sentences joined into prose, without the Markdown markers
     (headings, quotes, bullets) that would read as noise mid-paragraph."""
@@ -185,6 +203,7 @@ def select_units(
     wanted = [kind for kind, (asks, _) in _ANSWER_TYPES.items() if asks.search(query)]
     rate = next((f"{m.group(1).lower()} rate" for m in _RATE.finditer(query)), None)
     asked_names = set(question_names(query)) if focused else set()
+    capitalised = one_word_names(query) if focused else []
     shares = asks_share(query)
     one_quarter = focused and asks_one_quarter(query)
     level = focused and asks_level(query)
@@ -214,7 +233,8 @@ def select_units(
         vec = {t: idf[t] * (1 + math.log(c)) for t, c in bag.items()}
         norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
         central = sum(v * centroid[t] for t, v in vec.items()) / (norm * c_norm)
-        relevance = sum(weight[t] for t in q if t in bag) / q_weight
+        lowered = lowered_names(capitalised, text)
+        relevance = sum(weight[t] for t in q if t in bag and t not in lowered) / q_weight
         score = (0.75 * relevance + 0.25 * central) if any_overlap else central
         if focused and wants_number and relevance > 0 and _HAS_NUMBER.search(text):
             score += 0.2
