@@ -282,9 +282,13 @@ def _under_cells(lines: list[str], at: int, years: list[str]) -> list[str]:
     ended July 1, 2023", "June 25, 2022", …; the years alone when the lines
     above are not such headings. A blank line between them and a unit
     caption in the first cell ("(In millions) …   December 31,") are passed."""
-    above = _header_lines(lines, at, 2)
-    # "July 30,   July 31,   $   %": the change columns' "$" and "%" head no period.
-    dates = [d for d in above[0] if d not in ("$", "%")] if above else []
+    # A change column's headings ("September 30,   Change" over "Three
+    # Months Ended   Percentage"; "$   %") head no period.
+    above = [
+        [c for c in cells if c not in ("$", "%") and not _CHANGE_HEADING.match(c)]
+        for cells in _header_lines(lines, at, 2)
+    ]
+    dates = above[0] if above else []
     if not dates or len(years) % len(dates) or not all(DATE_LINE.match(d) for d in dates):
         return years
     groups = above[1] if len(above) > 1 else []
