@@ -106,7 +106,9 @@ def test_a_summary_opening_gives_its_series_and_date() -> None:
 def test_a_row_takes_no_contents_line_or_caption_for_its_column_headings() -> None:
     # Before: "Gross margin: 40,215 million, (In millions, except percentages);
     # 34,670 million, September 30," and, a table further down, "SIGNATURE; 61"
-    # from the contents page above it.
+    # from the contents page above it. Then "Gross margin: 40,215 million,
+    # 2023; 34,670 million, 2022.": the change column's "Percentage" and
+    # "Change" on the period's lines hid the period.
     from docsum.tablerows import row_quote
 
     text = (
@@ -119,7 +121,9 @@ def test_a_row_takes_no_contents_line_or_caption_for_its_column_headings() -> No
         "Gross margin   40,215   34,670   16%\n"
     )
     lines = text.split("\n")
-    assert row_quote(lines, len(lines) - 2) == "Gross margin: 40,215 million, 2023; 34,670 million, 2022."
+    assert row_quote(lines, len(lines) - 2) == (
+        "Gross margin: 40,215 million, three months ended September 30, 2023; 34,670 million, 2022."
+    )
     assert row_quote(["SIGNATURE   61", "", "Revenue   5,000"], 2) == "Revenue: 5,000."
 
 

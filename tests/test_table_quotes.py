@@ -346,20 +346,6 @@ def test_group_headings_stacked_one_cell_a_line_with_change_columns_between() ->
     )
 
 
-def test_a_change_columns_headings_beside_the_period_are_no_period() -> None:
-    # The text of Microsoft's MD&A summary table: "Percentage" and "Change"
-    # share the period's heading lines. Before: "Gross margin: 40,215
-    # million, 2023; 34,670 million, 2022." (no period).
-    text = (
-        "   Three Months Ended   Percentage\n"
-        "(In millions, except percentages and per share amounts)   September 30,   Change\n\n"
-        "   2023   2022\n"
-        "Revenue   $   56,517   $   50,122   13%\n"
-        "Gross margin   40,215   34,670   16%"
-    )
-    assert quote(text) == ("Gross margin: 40,215 million, three months ended September 30, 2023; 34,670 million, 2022.")
-
-
 def test_rows_of_a_table_of_shares_of_revenue_are_quoted_as_percentages() -> None:
     # NVIDIA's income statement "expressed as a percentage of revenue": only
     # the Revenue row writes "%". Before: "Gross profit: 74.0, three months
