@@ -247,6 +247,17 @@ def test_a_dates_day_or_a_forms_number_is_no_figure_found() -> None:
     assert measure([day_only]).figure_first_50 == Share(0, 1)
 
 
+def test_a_lists_item_numbers_a_page_or_a_names_number_is_no_figure() -> None:
+    # A reference answer listing risk factors ("11. Investment and
+    # transaction risk", "… on page 41", "COVID-19") asked the answer for
+    # "11", "41" and "19", facts no answer states; a figure in an item stays one.
+    listed = (
+        "The risks:\n11. Investment and transaction risk.\n  12) Impacts of COVID-19.\nSee page 41 and pages 12-14."
+    )
+    assert figures(listed) == set()
+    assert figures("1. Revenue rose 12% to $3,870 million.") == {"12", "3870"}
+
+
 def test_measures_count_the_fact_first_and_the_wrong_entity() -> None:
     right = GradedAnswer(
         "single",

@@ -45,7 +45,15 @@ _MARKER = re.compile(r"\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 # 11 of 64 SEC answers "holding a gold figure" held only a date
 # (bench/RESULTS.md, "A measure corrected").
 _MONTH = rf"(?:{MONTH_PATTERN}|{'|'.join(MONTH_ABBREVIATIONS)})\.?"
-_NOT_FIGURE = re.compile(rf"\b{_MONTH}\s+\d{{1,2}}\b|\b\d{{1,2}}\s+{_MONTH}(?!\w)|\b\d+-[QK]\b")
+# So are a numbered list's item numbers ("11. Investment and transaction
+# risk"), a page reference ("on page 41") and a name's number ("COVID-19"):
+# a reference answer listing Intel's risk factors held no other figure, and
+# one numbering 115 of Microsoft's counted "101" to "115" as facts to find.
+_NOT_FIGURE = re.compile(
+    rf"\b{_MONTH}\s+\d{{1,2}}\b|\b\d{{1,2}}\s+{_MONTH}(?!\w)|\b\d+-[QK]\b"
+    r"|^[ \t]*\d{1,3}[.)][ \t]|\b[Pp]ages?\s+\d+(?:\s*[-–]\s*\d+)?|\b[A-Za-z]+-\d+\b",
+    re.MULTILINE,
+)
 
 
 def figures(text: str) -> set[str]:
