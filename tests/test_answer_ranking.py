@@ -877,3 +877,20 @@ def test_a_charts_figures_run_together_are_never_quoted() -> None:
         "and $3.0 billion."
     )
     assert is_quotable("The Games were held there four times (1932, 1960, 1980, 2002).")
+
+
+def test_a_row_the_question_names_is_answered_however_long_the_question() -> None:
+    # Before: the row covered one of the question's ten words, below the
+    # coverage floor, so a passage holding only the balance sheet was
+    # declined; whether the row reached the answer hung on whether another
+    # passage had answered first (NVIDIA's 4,319 never did).
+    balance_sheet = (
+        "CONDENSED CONSOLIDATED BALANCE SHEETS\n   (In millions)\n   July 30,   January 29,\n   2023   2023\n"
+        "Current assets:\n   Cash and cash equivalents   $   5,783   $   3,389\n   Inventories   4,319   5,159\n"
+    )
+    question = (
+        "How have Acme's inventory levels changed during these quarters, "
+        "and what might this indicate regarding their supply chain management?"
+    )
+    answer = ExtractiveLLM().answer(question, f"[1] (source: report.txt)\n{balance_sheet}")
+    assert answer == "Inventories (Current assets): 4,319 million, July 30, 2023; 5,159 million, January 29, 2023 [1]."

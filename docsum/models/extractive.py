@@ -22,7 +22,7 @@ from docsum.citations import cited_pieces, markers_in, split_numbered, strip_mar
 from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import says_cannot_answer
-from docsum.models.answerrank import answer_terms, spelled_out
+from docsum.models.answerrank import answer_terms, row_label_bonus, spelled_out
 from docsum.models.hops import SeenPassages, hop_answer, is_chained
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
@@ -237,7 +237,12 @@ class ExtractiveLLM(LLM):
             return self._chain(units, marks, hops) if hops else ABSTENTION_TEXT
         names = one_word_names(query)
         best = max((len(q & set(answer_terms(s)) - lowered_names(names, s)) / len(q) for s in units), default=0.0)
-        return self.extract(query, context) if best >= ANSWER_COVERAGE_FLOOR else ABSTENTION_TEXT
+        # A table row whose label is what the question asks for answers it
+        # whatever else the question says ("Inventories" for "How have
+        # NVIDIA's inventory levels changed … and what might this indicate
+        # regarding their supply chain management?").
+        labelled = any(row_label_bonus(s, dict.fromkeys(q, 1.0)) > 0 for s in units)
+        return self.extract(query, context) if best >= ANSWER_COVERAGE_FLOOR or labelled else ABSTENTION_TEXT
 
     def _chain(self, units: list[str], marks: list[int | None], hops: list[int]) -> str:
         """A chain's sentences (docsum.models.hops), each with its passage."""
