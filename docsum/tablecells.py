@@ -93,8 +93,18 @@ def is_row(line: str) -> bool:
     return parse_row(line) is not None
 
 
+# Column dates a PDF's text runs together with single spaces: "July 30,
+# July 31,", one a column (a text file writes "July 30,   July 31,").
+_DATES_RUN_TOGETHER = re.compile(r"^(?:[A-Z][a-z]+\.? \d{1,2}, ?){2,}$")
+_ONE_DATE = re.compile(r"[A-Z][a-z]+\.? \d{1,2},")
+
+
 def line_cells(line: str) -> list[str]:
-    return [c.strip() for c in _CELL_SPLIT.split(line.strip()) if c.strip()]
+    """The cells of a line: apart by a tab or two spaces, or dates one a column."""
+    text = line.strip()
+    if _DATES_RUN_TOGETHER.match(text):
+        return _ONE_DATE.findall(text)
+    return [c.strip() for c in _CELL_SPLIT.split(text) if c.strip()]
 
 
 def is_prose(line: str) -> bool:

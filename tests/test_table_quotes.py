@@ -346,6 +346,22 @@ def test_group_headings_stacked_one_cell_a_line_with_change_columns_between() ->
     )
 
 
+def test_column_dates_a_pdf_runs_together_head_their_columns() -> None:
+    # pypdf's text of NVIDIA's cash flow statement: "July 30, July 31," with
+    # single spaces. Before: "Inventories: 861 million, 2023; (1,285)
+    # million, 2022." (no period, so a question on inventory levels did not
+    # rank this six months' change below the balance).
+    text = (
+        "CONDENSED CONSOLIDATED STATEMENTS OF CASH FLOWS\n(In millions)\nSix Months Ended\n"
+        "July 30, July 31,\n2023 2022\nCash flows from operating activities:\nNet income $ 8,232 $ 2,274\n"
+        "Inventories 861 (1,285)"
+    )
+    assert quote(text) == (
+        "Inventories (Cash flows from operating activities): 861 million, six months ended July 30, 2023; "
+        "(1,285) million, July 31, 2022."
+    )
+
+
 def test_rows_of_a_table_of_shares_of_revenue_are_quoted_as_percentages() -> None:
     # NVIDIA's income statement "expressed as a percentage of revenue": only
     # the Revenue row writes "%". Before: "Gross profit: 74.0, three months
