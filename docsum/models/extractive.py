@@ -241,8 +241,8 @@ class ExtractiveLLM(LLM):
         # whatever else the question says ("Inventories" for "How have
         # NVIDIA's inventory levels changed … and what might this indicate
         # regarding their supply chain management?").
-        labelled = any(row_label_bonus(s, dict.fromkeys(q, 1.0)) > 0 for s in units)
-        return self.extract(query, context) if best >= ANSWER_COVERAGE_FLOOR or labelled else ABSTENTION_TEXT
+        about = best >= ANSWER_COVERAGE_FLOOR or any(row_label_bonus(s, dict.fromkeys(q, 1.0)) > 0 for s in units)
+        return self.extract(query, context) if about else ABSTENTION_TEXT
 
     def _chain(self, units: list[str], marks: list[int | None], hops: list[int]) -> str:
         """A chain's sentences (docsum.models.hops), each with its passage."""
