@@ -453,7 +453,7 @@ def document_keys(doc_id: str, name: str, summary: str, body: str) -> DocumentKe
     found = _CACHE.get(key)
     if found is None:
         found = _CACHE[key] = DocumentKeys(
-            TextKeys(name), TextKeys(summary), TextKeys(body), _lower_only(summary, body)
+            TextKeys(name), TextKeys(summary), TextKeys(body), lower_only(summary, body)
         )
         if len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
@@ -462,7 +462,7 @@ def document_keys(doc_id: str, name: str, summary: str, body: str) -> DocumentKe
     return found
 
 
-def _lower_only(*texts: str) -> frozenset[str]:
+def lower_only(*texts: str) -> frozenset[str]:
     """The keys of the words `texts` write only in lower case."""
     lower: set[str] = set()
     cased: set[str] = set()

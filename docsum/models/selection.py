@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any
 
 from docsum.lexical import MONTH_PATTERN, terms
-from docsum.models.abstain import name_terms, phrase_key, question_names
+from docsum.models.abstain import lower_only, name_terms, phrase_key, question_names
 from docsum.models.answerrank import (
     FRAME_WEIGHT,
     LONG_UNIT_WORDS,
@@ -139,12 +139,10 @@ def lowered_names(names: list[str], unit: str) -> set[str]:
     """The answer terms of the one-word `names` that `unit` writes only in
     lower case: "The name was taken from the Niger River" does not name the
     film the question writes as "Taken"."""
-    lowered: set[str] = set()
-    for name in names:
-        found = [m.group(0) for m in re.finditer(rf"\b{re.escape(name)}\b", unit, re.IGNORECASE)]
-        if found and all(word.islower() for word in found):
-            lowered.update(answer_terms(name))
-    return lowered
+    if not names:
+        return set()
+    quiet = lower_only(unit)
+    return {t for name in names if name in quiet for t in answer_terms(name)}
 
 
 def join_units(units: Any) -> str:
