@@ -452,9 +452,7 @@ def document_keys(doc_id: str, name: str, summary: str, body: str) -> DocumentKe
     key = (doc_id, hash((name, summary, body)))
     found = _CACHE.get(key)
     if found is None:
-        found = _CACHE[key] = DocumentKeys(
-            TextKeys(name), TextKeys(summary), TextKeys(body), lower_only(summary, body)
-        )
+        found = _CACHE[key] = DocumentKeys(TextKeys(name), TextKeys(summary), TextKeys(body), lower_only(summary, body))
         if len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     else:
