@@ -154,7 +154,7 @@ def offline_sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # process or binds a socket anyway, so a miss is found, not silently slow.
 PROCESS_FIXTURES = frozenset({"fake_llm", "pg_server", "pg_url", "pgvector_server"})
 PROCESS_WORDS = re.compile(
-    r"\b(?:subprocess|Popen|sys\.executable|FakeOpenAI|setpriv|as_nobody|run_cli_as_nobody|run_python_as_nobody"
+    r"\b(?:subprocess|Popen|sys\.executable|FakeOpenAI|setpriv|as_nobody|run_as_nobody|run_cli_as_nobody|run_python_as_nobody"
     r"|run_cli_subprocess|spawn_cli|cli_command|ThreadingHTTPServer|HTTPServer|socketserver)\b"
 )
 _STARTS_A_PROCESS = frozenset(

@@ -92,6 +92,93 @@ def as_nobody(command: list[str]) -> list[str]:
     return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *command]
 
 
+@dataclass(frozen=True)
+class NobodyRuntime:
+    """What the unprivileged user runs docsum with: an interpreter it can
+    execute and a PYTHONPATH it can read. The clone may sit in a folder only
+    root can enter (`mktemp -d` makes 0700), so docsum's sources and the
+    installed packages are linked (or copied) into a folder of mode 0755."""
+
+    python: str
+    pythonpath: str
+    cwd: str
+
+
+def _nobody_can_run(python: str) -> bool:
+    probe = "import sys; print('%d.%d' % sys.version_info[:2])"
+    try:
+        proc = subprocess.run(
+            as_nobody([python, "-I", "-c", probe]), cwd="/", capture_output=True, text=True, timeout=30
+        )
+    except OSError:
+        return False
+    return proc.returncode == 0 and proc.stdout.strip() == f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+# Not needed to run docsum: byte code (that user cannot write it anyway), the
+# editable install's path hooks (they point back into the clone), pip.
+SKIPPED_FILES = ("__pycache__", "*.pth", "__editable__*", "pip", "pip-*")
+NOBODY_SKIP_HINT = "run the suite from a clone in a folder other users can enter (chmod 755 on each parent)"
+
+
+@functools.cache
+def nobody_runtime() -> NobodyRuntime | str:
+    """The runtime for uid 65534, made once per test process; a string saying
+    why there is none (no interpreter that user can execute)."""
+    import atexit
+    import sysconfig
+    import tempfile
+
+    from pgserver import link_tree  # tests/pgserver.py, not the wheel of that name
+
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    candidates = [sys.executable, os.path.realpath(sys.executable), str(Path(sys.base_prefix) / "bin" / version)]
+    candidates += [p for p in (shutil.which(version, path="/usr/local/bin:/usr/bin"),) if p]
+    python = next((c for c in dict.fromkeys(candidates) if _nobody_can_run(c)), None)
+    if python is None:
+        return (
+            f"uid {NOBODY} can execute no Python {sys.version_info[0]}.{sys.version_info[1]} here; {NOBODY_SKIP_HINT}"
+        )
+    root = Path(tempfile.mkdtemp(prefix="docsum-nobody-"))
+    atexit.register(shutil.rmtree, root, True)
+    root.chmod(0o755)
+    for package in ("docsum", "cli"):
+        link_tree(REPO / package, root / "src" / package, SKIPPED_FILES)
+    for site in dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]):
+        link_tree(Path(site), root / "site", SKIPPED_FILES)
+    return NobodyRuntime(python, os.pathsep.join([str(root / "src"), str(root / "site")]), str(root))
+
+
+def require_nobody_runtime() -> NobodyRuntime:
+    """nobody_runtime(), or the test skips saying why and how to run it;
+    under CI (CI=true) that is a failure, since there the tests must run."""
+    import pytest
+
+    runtime = nobody_runtime()
+    if isinstance(runtime, str):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {runtime}")
+        pytest.skip(runtime)
+    return runtime
+
+
+def run_as_nobody(
+    args: Sequence[str | os.PathLike[str]], env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` as the unprivileged user, with docsum importable from the
+    runtime's copy, stdin not a terminal and `env` (PYTHONPATH replaced)."""
+    runtime = require_nobody_runtime()
+    return subprocess.run(
+        as_nobody([runtime.python, *(str(a) for a in args)]),
+        cwd=runtime.cwd,
+        env={**env, "PYTHONPATH": runtime.pythonpath, "PYTHONDONTWRITEBYTECODE": "1"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 @functools.cache
 def _sample_maker() -> Any:
     """sample_data/make_samples.py as a module (a script, not a package)."""
@@ -111,28 +198,13 @@ def assemble_pdf(objects: dict[int, bytes], trailer_extra: str = "") -> bytes:
 def run_cli_as_nobody(home: Path, *args: str | os.PathLike[str]) -> CliResult:
     """`docsum ARGS` as the unprivileged user, with HOME and DOCSUM_HOME at
     `home` (a folder that user can write) and stdin not a terminal."""
-    proc = subprocess.run(
-        as_nobody(cli_command(*args)),
-        cwd=REPO,
-        env=subprocess_env(HOME=str(home), DOCSUM_HOME=str(home)),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_as_nobody(["-m", "cli.main", *args], subprocess_env(HOME=str(home), DOCSUM_HOME=str(home)))
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
 def run_python_as_nobody(script: str, *args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
     """`python -c SCRIPT ARGS` as the unprivileged user, with docsum importable."""
-    return subprocess.run(
-        as_nobody([sys.executable, "-c", script, *(str(a) for a in args)]),
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO,
-    )
+    return run_as_nobody(["-c", script, *args], subprocess_env(), timeout=60)
 
 
 def write_file(path: Path, data: bytes | str) -> Path:

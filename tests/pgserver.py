@@ -67,6 +67,35 @@ def pgvector_bindir() -> Path | None:
     return None
 
 
+def link_tree(source: Path, target: Path, ignore: tuple[str, ...] = ()) -> None:
+    """`source` under `target`, by hard links where the filesystem allows
+    (instant, no space), else by copies; every folder 0755. For another user
+    (postgres, uid 65534) who cannot enter the folder `source` is in: a clone
+    in a folder made by `mktemp -d` is 0700."""
+
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(
+        source,
+        target,
+        symlinks=True,
+        copy_function=link_or_copy,
+        ignore=shutil.ignore_patterns(*ignore) if ignore else None,
+        dirs_exist_ok=True,
+    )
+    for folder in (target, *(p for p in target.rglob("*") if p.is_dir() and not p.is_symlink())):
+        folder.chmod(0o755)
+
+
+def others_can_reach(path: Path) -> bool:
+    """Whether a user with no rights but "other" can enter every folder on the way to `path`."""
+    return all(os.stat(folder).st_mode & 0o001 for folder in [*reversed(path.resolve().parents), path.resolve()])
+
+
 def _scratch_dir() -> str | None:
     """/dev/shm when it is a roomy memory file system, else the default temp dir.
 
@@ -112,6 +141,18 @@ class PostgresServer:
             self._as_user = "postgres"
             entry = pwd.getpwnam("postgres")
             os.chown(self.base, entry.pw_uid, entry.pw_gid)
+            if not others_can_reach(self.bindir):
+                # The wheel's PostgreSQL inside a clone that only root can
+                # enter: postgres runs a linked copy. It finds lib/ and share/
+                # beside bin/, and its libraries through the RPATH
+                # $ORIGIN/../../../pgserver.libs, so the copy keeps that shape.
+                install = self.bindir.parent
+                site = install.parents[1]
+                target = self.base / "site" / install.relative_to(site)
+                link_tree(install, target)
+                if (site / "pgserver.libs").is_dir():
+                    link_tree(site / "pgserver.libs", self.base / "site" / "pgserver.libs")
+                self.bindir = target / self.bindir.name
         self.socket_dir.mkdir()
         if self._as_user:
             entry = pwd.getpwnam(self._as_user)

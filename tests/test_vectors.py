@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import REPO, SAMPLE_DOCS, run_cli, subprocess_env
+from helpers import SAMPLE_DOCS, run_as_nobody, run_cli, subprocess_env
 
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors
 from docsum.models.extractive import ExtractiveLLM
@@ -225,28 +223,19 @@ def test_ask_in_a_read_only_folder_keeps_the_vectors_in_memory(shared_dir: Path)
         f.chmod(0o755 if f.is_dir() else 0o644)
     folder.chmod(0o555)
     try:
-        proc = subprocess.run(
+        proc = run_as_nobody(
             [
-                "setpriv",
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                sys.executable,
                 "-m",
                 "cli.main",
                 "ask",
                 "When did the library reopen after the renovation?",
                 "--store",
-                str(store),
+                store,
                 "--llm",
                 "extractive",
                 "--json",
             ],
-            cwd=REPO,
-            env=subprocess_env(DOCSUM_HOME=str(tmp_path / "nobody-home")),
-            capture_output=True,
-            text=True,
-            timeout=120,
+            subprocess_env(DOCSUM_HOME=str(tmp_path / "nobody-home")),
         )
     finally:
         folder.chmod(0o755)
