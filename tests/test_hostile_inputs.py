@@ -21,8 +21,16 @@ from helpers import make_docs, run_cli, run_cli_subprocess, subprocess_env
         ("answer", 123, "'answer' must be a string, not a number"),
         ("answer", True, "'answer' must be a string, not a boolean"),
         ("answer", ["x"], "'answer' must be a string, not a list"),
-        ("gold_docs", 7, "'gold_docs' must be a string or a list of strings"),
-        ("question", {"q": 1}, "'question' must be a non-empty string"),
+        ("gold_docs", 7, "'gold_docs' must be a list of strings, not a number"),
+        # Issue 42: a string had been read as a list of one and graded.
+        ("gold_docs", "doc000.txt", "'gold_docs' must be a list of strings, not a string"),
+        ("gold_docs", ["doc000.txt", 3], "'gold_docs' must be a list of strings, not a list holding a number"),
+        ("question", {"q": 1}, "'question' must be a non-empty string, not an object"),
+        ("question", "  ", "'question' is empty"),
+        ("answer_aliases", "fine", "'answer_aliases' must be a list of strings, not a string"),
+        ("answer_aliases", [None], "'answer_aliases' must be a list of strings, not a list holding null"),
+        ("kind", 2, "'kind' must be a string, not a number"),
+        ("id", [1], "'id' must be a string or a number, not a list"),
         ("gold_docs", None, "no 'gold_docs' field"),  # None: the field left out
     ],
 )

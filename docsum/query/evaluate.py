@@ -90,26 +90,39 @@ def load_questions(path: Path) -> list[EvalQuestion]:
 
 
 def _question_from(row: Any, number: int) -> EvalQuestion:
+    """One question line, every field's type checked: a wrong type is a
+    TypeError naming the field, never a guess at what was meant (a string
+    `gold_docs` is refused, not read as a list of one)."""
     if not isinstance(row, dict):
-        raise TypeError(f"a JSON object is expected, got {type(row).__name__}")
-    question, gold, kind, ident = row["question"], row["gold_docs"], row.get("kind") or "single", row.get("id", number)
-    if isinstance(gold, str):
-        gold = [gold]
-    if not isinstance(question, str) or not question.strip():
-        raise TypeError("'question' must be a non-empty string")
-    if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
-        raise TypeError("'gold_docs' must be a string or a list of strings")
-    if not isinstance(kind, str) or not isinstance(ident, (str, int)) or isinstance(ident, bool):
-        raise TypeError("'kind' must be a string and 'id' a string or a number")
+        raise TypeError(f"a JSON object is expected, got {_json_type(row)}")
+    question, gold = row["question"], row["gold_docs"]
+    if not isinstance(question, str):
+        raise TypeError(f"'question' must be a non-empty string, not {_json_type(question)}")
+    if not question.strip():
+        raise TypeError("'question' is empty")
+    _require_strings("gold_docs", gold)
+    kind, ident = row.get("kind", "single"), row.get("id", number)
+    if not isinstance(kind, str):
+        raise TypeError(f"'kind' must be a string, not {_json_type(kind)}")
+    if not isinstance(ident, (str, int)) or isinstance(ident, bool):
+        raise TypeError(f"'id' must be a string or a number, not {_json_type(ident)}")
     answer = row.get("answer")
     # A gold answer is text: a JSON number has no one spelling to grade
     # against (123, 123.0 and 1.23e2 are one number), so it is refused.
     if answer is not None and not isinstance(answer, str):
         raise TypeError(f"'answer' must be a string, not {_json_type(answer)}")
-    aliases = row.get("answer_aliases") or []
-    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        raise TypeError("'answer_aliases' must be a list of strings")
-    return EvalQuestion(str(ident), question, list(gold), answer, kind, tuple(aliases))
+    aliases = row.get("answer_aliases", [])
+    _require_strings("answer_aliases", aliases)
+    return EvalQuestion(str(ident), question, list(gold), answer, kind or "single", tuple(aliases))
+
+
+def _require_strings(field: str, value: Any) -> None:
+    """`value` is a JSON list of strings, else a TypeError naming `field`."""
+    if not isinstance(value, list):
+        raise TypeError(f"'{field}' must be a list of strings, not {_json_type(value)}")
+    for item in value:
+        if not isinstance(item, str):
+            raise TypeError(f"'{field}' must be a list of strings, not a list holding {_json_type(item)}")
 
 
 def _json_type(value: Any) -> str:
@@ -122,6 +135,8 @@ def _json_type(value: Any) -> str:
         return "a number"
     if isinstance(value, list):
         return "a list"
+    if isinstance(value, str):
+        return "a string"
     return "an object" if isinstance(value, dict) else type(value).__name__
 
 
