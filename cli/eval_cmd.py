@@ -141,6 +141,11 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str |
         for kind, rates in report.abstention.by_kind.items():
             ab.add_row(kind, str(rates.n), _rate(rates.answer_rate), _rate(rates.abstention_rate))
         console.print(ab)
+        r = report.abstention
+        console.print(
+            f"declined: answerable {_rate(r.answerable_declined)}, unanswerable {_rate(r.unanswerable_declined)},"
+            f" answerable with the gold hidden {_rate(r.hidden_gold_declined)}"
+        )
     if details:
         rows = Table(title="questions")
         for column in ("id", "kind", "recall", "retrieved", "gold"):

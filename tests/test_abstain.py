@@ -252,6 +252,47 @@ def test_eval_unanswerable_reports_answer_and_abstention_rates(tmp_path: Path) -
     assert code == 0 and "abstention rate" in out
 
 
+def test_eval_counts_questions_of_kind_unanswerable_as_declined_or_not(tmp_path: Path) -> None:
+    """A question of kind "unanswerable" asks of a document that does not
+    answer it: declining is right, answering is not, and the report states
+    both sides of the trade-off (answerable declined, unanswerable declined)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "ferry.txt").write_text(
+        "The Northbank ferry crosses the river every thirty minutes. Tickets cost two dollars.\n"
+    )
+    (folder / "garden.txt").write_text("The Orvale garden grows tomatoes and beans. Volunteers water it on Sundays.\n")
+    rows = [
+        {"id": "a", "question": "How often does the Northbank ferry cross the river?", "gold_docs": ["ferry.txt"]},
+        # Nothing in the store names a submarine: declined.
+        {
+            "id": "u1",
+            "question": "Who captains the Zentrix submarine?",
+            "gold_docs": ["ferry.txt"],
+            "kind": "unanswerable",
+        },
+        # On the garden's subject, and answered from it: counted as not declined.
+        {
+            "id": "u2",
+            "question": "What does the Orvale garden grow?",
+            "gold_docs": ["garden.txt"],
+            "kind": "unanswerable",
+        },
+    ]
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    store = tmp_path / "store.sqlite"
+    assert run("build", folder, "--store", store)[0] == 0
+    code, out, err = run("eval", questions, "--store", store, "--unanswerable", "--json", "--details")
+    assert code == 0, err
+    rates = json.loads(out)["abstention"]
+    assert rates["by_kind"]["unanswerable"] == {"n": 2, "answer_rate": 0.5, "abstention_rate": 0.5}
+    assert rates["answerable_declined"] == 0.0 and rates["unanswerable_declined"] == 0.5
+    assert rates["hidden_gold_declined"] == 1.0  # the answerable one, asked with ferry.txt hidden
+    code, out, err = run("eval", questions, "--store", store, "--unanswerable")
+    assert code == 0 and "declined: answerable 0.000, unanswerable 0.500" in out
+
+
 @pytest.mark.parametrize("retriever", ["fused", "bm25", "embedding"])
 def test_hidden_documents_are_hidden_from_every_retriever(offline_sample_store: Path, retriever: str) -> None:
     from docsum.query.corpus import HiddenDocuments, StoreCorpus

@@ -123,11 +123,24 @@ class KindRates:
 
 @dataclass(frozen=True)
 class AbstentionRates:
+    """Per kind, and the trade-off abstention strikes: answerable questions
+    declined (asked as usual), questions of kind "unanswerable" declined, and
+    answerable questions declined with their gold documents hidden."""
+
     mode: str
     by_kind: Mapping[str, KindRates]
+    answerable_declined: float | None = None
+    unanswerable_declined: float | None = None
+    hidden_gold_declined: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "by_kind": {kind: rates.as_dict() for kind, rates in self.by_kind.items()}}
+        return {
+            "mode": self.mode,
+            "by_kind": {kind: rates.as_dict() for kind, rates in self.by_kind.items()},
+            "answerable_declined": self.answerable_declined,
+            "unanswerable_declined": self.unanswerable_declined,
+            "hidden_gold_declined": self.hidden_gold_declined,
+        }
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,11 @@ from docsum.store.records import DocumentRecord
 from docsum.userfiles import QUESTIONS_MAX_BYTES, read_regular_text
 
 
+# A question whose documents do not answer it (SQuAD 2.0's impossible ones):
+# `gold_docs` names the documents on its subject, and declining is right.
+UNANSWERABLE_KIND = "unanswerable"
+
+
 @dataclass(frozen=True)
 class EvalQuestion:
     id: str
@@ -425,7 +430,10 @@ async def _abstention_rates(
         return AskOutcome(result.status.value, result.abstained, result.reason)
 
     async def one(i: int, q: EvalQuestion) -> AbstentionOutcome:
-        return AbstentionOutcome(await run(q, frozenset()), await run(q, frozenset(gold_sets[i])))
+        normal = await run(q, frozenset())
+        if q.kind == UNANSWERABLE_KIND:
+            return AbstentionOutcome(normal, normal)  # its documents do not answer it: hiding them shows nothing more
+        return AbstentionOutcome(normal, await run(q, frozenset(gold_sets[i])))
 
     outcomes = list(await asyncio.gather(*(one(i, q) for i, q in enumerate(questions))))
     kinds: dict[str, list[AbstentionOutcome]] = {"all": []}
@@ -439,12 +447,17 @@ async def _abstention_rates(
         hits = sum(1 for o in items if ((o.hidden_gold if hidden else o.normal).status == "ok") == want_answer)
         return round(hits / len(items), 4)
 
+    answerable = [o for q, o in zip(questions, outcomes) if q.kind != UNANSWERABLE_KIND]
+    unanswerable = kinds.get(UNANSWERABLE_KIND, [])
     return outcomes, AbstentionRates(
         mode=options.label,
         by_kind={
             kind: KindRates(len(items), rate(items, False, True), rate(items, True, False))
             for kind, items in kinds.items()
         },
+        answerable_declined=rate(answerable, False, False),
+        unanswerable_declined=rate(unanswerable, False, False),
+        hidden_gold_declined=rate(answerable, True, False),
     )
 
 
