@@ -131,6 +131,8 @@ def nobody_runtime() -> NobodyRuntime | str:
 
     from pgserver import link_tree  # tests/pgserver.py, not the wheel of that name
 
+    if os.geteuid() != 0:
+        return f"these tests run docsum as uid {NOBODY}, and only root can switch to it; run the suite as root to include them"
     version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     candidates = [sys.executable, os.path.realpath(sys.executable), str(Path(sys.base_prefix) / "bin" / version)]
     candidates += [p for p in (shutil.which(version, path="/usr/local/bin:/usr/bin"),) if p]
