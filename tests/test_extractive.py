@@ -257,7 +257,8 @@ def test_a_one_word_name_is_not_met_by_the_word_in_lower_case() -> None:
 
 
 def test_a_name_is_matched_by_its_key_whatever_its_ending() -> None:
-    from docsum.models.selection import lowered_names, one_word_names
+    from docsum.models.unitscore import lowered_terms as lowered_names
+    from docsum.models.unitscore import one_word_names
 
     # A name's key drops a final "e" or "s" ("Grease" is "greas"): matched
     # by a pattern on the key, "grease" in lower case was not found, and

@@ -39,16 +39,9 @@ from docsum.models.prompts import (
     PromptTemplate,
 )
 from docsum.models.prose import is_opening, is_reference, opening, without_figures_and_tables
-from docsum.models.selection import (
-    ANSWER_COVERAGE_FLOOR,
-    asked_terms,
-    idf_weights,
-    join_units,
-    lowered_names,
-    one_word_names,
-    select_units,
-)
+from docsum.models.selection import ANSWER_COVERAGE_FLOOR, asked_terms, join_units, select_units
 from docsum.models.tokens import tokenizer_for_model
+from docsum.models.unitscore import idf_weights, lowered_terms, one_word_names
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, Limits, default
 
@@ -236,7 +229,7 @@ class ExtractiveLLM(LLM):
         if hops is not None:
             return self._chain(units, marks, hops) if hops else ABSTENTION_TEXT
         names = one_word_names(query)
-        best = max((len(q & set(answer_terms(s)) - lowered_names(names, s)) / len(q) for s in units), default=0.0)
+        best = max((len(q & set(answer_terms(s)) - lowered_terms(names, s)) / len(q) for s in units), default=0.0)
         # A table row whose label is what the question asks for answers it
         # whatever else the question says ("Inventories" for "How have
         # NVIDIA's inventory levels changed … and what might this indicate

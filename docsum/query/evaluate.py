@@ -51,7 +51,6 @@ from docsum.store.opening import open_store, store_exists
 from docsum.store.records import DocumentRecord
 from docsum.userfiles import QUESTIONS_MAX_BYTES, read_regular_text
 
-
 # A question whose documents do not answer it (SQuAD 2.0's impossible ones):
 # `gold_docs` names the documents on its subject, and declining is right.
 UNANSWERABLE_KIND = "unanswerable"

@@ -1,0 +1,27 @@
+"""The weights of the answer scorer's features (docsum.models.unitscore).
+
+Written by bench/fit_scorer.py, which fits them on the development half of
+each evaluation set and reports them on the held-out half; do not edit by
+hand: rerun the fit. These first values carry over the rules they replace
+(coverage 0.75 and centrality 0.25 of the score, a quarter for each kind of
+fact asked for, a full point for a named table row, the period and length
+penalties as logs of their old factors).
+"""
+
+WEIGHTS: dict[str, float] = {
+    "lexical": 0.0,
+    "coverage": 0.75,
+    "centrality": 0.25,
+    "proximity": 0.0,
+    "answer_type": 0.25,
+    "figure": 0.2,
+    "amount": 0.1,
+    "row_label": 1.0,
+    "period": 1.3,
+    "length": 1.0,
+    "fragment": -0.69,
+    "position": 0.0,
+}
+# A further unit joins the answer only when its score is within this much of
+# the best unit's: the answer stops after the fact.
+STOP_GAP = 0.6
