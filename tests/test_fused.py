@@ -148,7 +148,7 @@ def test_the_bm25_index_beside_the_store_is_private_and_follows_the_documents(tm
     assert done.code == 0, done
     assert done.json()["retriever"] == "fused"  # the offline default
     assert done.json()["documents"][0]["path"] == "bakery.txt"
-    assert set(done.json()["documents"][0]["signals"]) == {"summary_bm25", "node_bm25"}
+    assert set(done.json()["documents"][0]["signals"]) == {"summary_bm25", "node_bm25", "document_bm25"}
 
     cache = cache_dir(Path(str(store) + ".vectors"))
     assert cache == Path(str(store) + ".bm25")
@@ -308,3 +308,37 @@ def test_fused_aligns_cosines_to_the_evidence_order() -> None:
     assert aligned_scores(["a", "b", "c"], ["a", "b", "c"], scores).tolist() == [0.5, 0.25, 0.75]
     assert aligned_scores(["c", "x", "a"], ["a", "b", "c"], scores).tolist() == [0.75, -1.0, 0.5]
     assert aligned_scores(["a"], [], np.zeros(0, dtype=np.float32)).tolist() == [-1.0]
+
+
+def test_the_whole_text_signal_scores_the_document_as_one_text_on_disk_and_in_memory(tmp_path: Path) -> None:
+    """Issue 43, item 4: the fused retriever reads BM25 of each document's
+    whole text beside its summary and best nodes (whole-document BM25 had
+    found more SEC gold documents than the two fused); the index kept beside
+    the store gives the scores the in-memory one does."""
+    import numpy as np
+
+    from docsum.store.evidence import DocumentEvidence, load_evidence
+    from docsum.store.opening import open_store
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "ferry.txt").write_text("The Northbank ferry crosses the river.\n\nTickets cost two dollars.\n")
+    (folder / "garden.txt").write_text("The Orvale garden grows beans.\n\nVolunteers water it on Sundays.\n")
+    store = tmp_path / "s.sqlite"
+    assert run_cli("build", folder, "--store", store, "--llm", "extractive").code == 0
+    with open_store(store) as opened:
+        kept = load_evidence(opened)
+        docs = {d.doc_id: d for d in opened.get_documents(kept.doc_ids)}
+        nodes = opened.nodes_for(kept.doc_ids)
+    from docsum.store.evidence import node_index_text
+    from docsum.store.records import summary_index_text
+
+    fresh = DocumentEvidence.from_texts(
+        kept.doc_ids,
+        [summary_index_text(docs[d].path, docs[d].title, docs[d].summary) for d in kept.doc_ids],
+        [[node_index_text(docs[d].path, docs[d].title, n.text) for n in nodes[d]] for d in kept.doc_ids],
+    )
+    found, expected = kept.score("volunteers water"), fresh.score("volunteers water")
+    assert np.allclose(found.whole, expected.whole)
+    garden = [i for i, d in enumerate(kept.doc_ids) if docs[d].path.endswith("garden.txt")][0]
+    assert found.whole[garden] > 0 and found.whole[1 - garden] == 0

@@ -97,7 +97,12 @@ def test_local_embedder_builds_and_answers_offline_without_telemetry(tmp_path: P
     )
     assert fused.returncode == 0, fused.stderr
     top = json.loads(fused.stdout)["documents"][0]
-    assert top["path"] == "harbour.txt" and set(top["signals"]) == {"summary_bm25", "node_bm25", "summary_cosine"}
+    assert top["path"] == "harbour.txt" and set(top["signals"]) == {
+        "summary_bm25",
+        "node_bm25",
+        "document_bm25",
+        "summary_cosine",
+    }
 
     # onnxruntime writes a device id here unless telemetry is disabled before its import.
     assert not (home / ".cache").exists() or not any((home / ".cache").rglob("*")), list((home / ".cache").rglob("*"))

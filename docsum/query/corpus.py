@@ -147,12 +147,12 @@ class HiddenDocuments:
 
 
 class HiddenEvidence(DocumentEvidence):
-    """BM25 evidence in which hidden documents score nothing (summary and
-    nodes alike), so the fused and bm25 retrievers never see them either,
+    """BM25 evidence in which hidden documents score nothing (summary, nodes
+    and whole text alike), so the fused and bm25 retrievers never see them either,
     and count for nothing in the question's word weights (`counted`)."""
 
     def __init__(self, evidence: DocumentEvidence, hidden: frozenset[str]) -> None:
-        super().__init__(evidence.doc_ids, evidence.summaries, evidence.nodes, evidence.node_owner)
+        super().__init__(evidence.doc_ids, evidence.summaries, evidence.nodes, evidence.node_owner, evidence.documents)
         import numpy as np
 
         self.hidden_rows = np.asarray([doc_id in hidden for doc_id in evidence.doc_ids], dtype=bool)
@@ -161,6 +161,7 @@ class HiddenEvidence(DocumentEvidence):
         found = super().score(question)
         found.summary[self.hidden_rows] = 0.0
         found.best_nodes[self.hidden_rows] = 0.0
+        found.whole[self.hidden_rows] = 0.0
         return found
 
     def counted(self) -> np.ndarray:

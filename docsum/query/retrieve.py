@@ -406,17 +406,17 @@ async def retrieve_fused(
 ) -> Retrieval:
     """Each document scored from its summary and its best nodes together:
     reciprocal-rank fusion of BM25 over summaries, BM25 of the best three
-    nodes summed, and, when the summaries carry real embeddings (a server's or
+    nodes summed, BM25 of the whole text, and, when the summaries carry real embeddings (a server's or
     the local embedder's, not the offline lexical vectors), cosine similarity
     of the summary embedding. The score is the fusion in [0, 1]; each
     candidate also carries the raw signals (`summary_bm25`, `node_bm25`,
-    `summary_cosine`). Fusion is by rank, so it says nothing about how well
+    `document_bm25`, `summary_cosine`). Fusion is by rank, so it says nothing about how well
     the best document matches: `floor` applies to the question's share each
     document holds (its `relevance`) instead."""
     notes: list[str] = []
     evidence = corpus.bm25_evidence()
     found = evidence.score(query)
-    signals = {"summary_bm25": found.summary, "node_bm25": found.best_nodes}
+    signals = {"summary_bm25": found.summary, "node_bm25": found.best_nodes, "document_bm25": found.whole}
     if corpus.embedding_model() not in (None, LEXICAL_EMBED_MODEL):
         ids, cosine, notes = await corpus.embedding_scores(llm, query)
         if not notes:  # a note means the vectors were unusable and lexical stood in

@@ -1,11 +1,15 @@
-"""Lexical evidence for ranking documents: BM25 over each document's summary
-and over its nodes (the passages answers are built from).
+"""Lexical evidence for ranking documents: BM25 over each document's summary,
+over its nodes (the passages answers are built from), and over its whole
+text.
 
 A summary says what a document is about; its nodes hold the details a
-question may name (a figure, a quarter, a side character). `DocumentEvidence`
-scores both for a question, per document (the summary, and the sum of the
-best three nodes), for the `bm25` and `fused` retrievers; every node's score
-serves the chunk baseline of `docsum eval`.
+question may name (a figure, a quarter, a side character); the whole text
+weighs a word a document states once against how often the others do (the
+plain method a retriever must never lose to: on the SEC filings it found more
+gold documents than summaries and nodes fused). `DocumentEvidence` scores
+all three for a question, per document (the summary, the sum of the best
+three nodes, the whole text), for the `bm25` and `fused` retrievers; every
+node's score serves the chunk baseline of `docsum eval`.
 
 Building the node index reads and tokenizes every node of the store, which
 takes seconds on a large store, so it is kept on disk beside the store
@@ -57,8 +61,8 @@ log = logging.getLogger("docsum")
 # index from another version is then rebuilt instead of trusted. (3: the
 # index keeps its document ids, for the check that reads no rows; 4: it
 # keeps each document's version, its postings' term frequencies and its
-# rows' lengths, which an update starts from.)
-EVIDENCE_VERSION = 4
+# rows' lengths, which an update starts from; 5: an index of whole documents.)
+EVIDENCE_VERSION = 5
 
 # A document's node evidence is the BM25 of its best few passages, summed: a
 # document that answers a question usually does so in more than one passage,
@@ -82,11 +86,12 @@ def node_index_text(path: str, title: str, node_text: str) -> str:
 @dataclass
 class DocumentScores:
     """BM25 of one question against every document (rows aligned with
-    `DocumentEvidence.doc_ids`): its summary's score and the summed score of
-    its best nodes."""
+    `DocumentEvidence.doc_ids`): its summary's score, the summed score of
+    its best nodes, and its whole text's score."""
 
     summary: np.ndarray
     best_nodes: np.ndarray
+    whole: np.ndarray
 
 
 def sum_of_best(scores: np.ndarray, owners: np.ndarray, count: int, per_owner: int) -> np.ndarray:
@@ -108,26 +113,36 @@ def sum_of_best(scores: np.ndarray, owners: np.ndarray, count: int, per_owner: i
 
 
 class DocumentEvidence:
-    """BM25 indexes over the summaries and the nodes of the documents `doc_ids`."""
+    """BM25 indexes over the summaries, the nodes and the whole texts of the documents `doc_ids`."""
 
-    def __init__(self, doc_ids: list[str], summaries: BM25Index, nodes: BM25Index, node_owner: np.ndarray) -> None:
+    def __init__(
+        self, doc_ids: list[str], summaries: BM25Index, nodes: BM25Index, node_owner: np.ndarray, documents: BM25Index
+    ) -> None:
         self.doc_ids = doc_ids
         self.summaries = summaries
         self.nodes = nodes
         self.node_owner = node_owner  # node row -> index into doc_ids
+        self.documents = documents  # one row per document: its nodes' terms together
 
     @classmethod
     def from_texts(cls, doc_ids: list[str], summary_texts: list[str], node_texts: list[list[str]]) -> DocumentEvidence:
         """Indexes built in memory: `node_texts[i]` are the nodes of document i."""
         owners = np.asarray([i for i, texts in enumerate(node_texts) for _ in texts], dtype=np.int64)
-        flat = [t for texts in node_texts for t in texts]
-        return cls(list(doc_ids), BM25Index.from_texts(summary_texts), BM25Index.from_texts(flat), owners)
+        node_terms = [[terms(t) for t in texts] for texts in node_texts]
+        whole = [[w for words in doc for w in words] for doc in node_terms]
+        return cls(
+            list(doc_ids),
+            BM25Index.from_texts(summary_texts),
+            BM25Index.from_terms([words for doc in node_terms for words in doc]),
+            owners,
+            BM25Index.from_terms(whole),
+        )
 
     def score(self, question: str) -> DocumentScores:
         words = terms(question)
         summary = self.summaries.scores_for_terms(words)
         nodes = sum_of_best(self.nodes.scores_for_terms(words), self.node_owner, len(self.doc_ids), NODES_PER_DOCUMENT)
-        return DocumentScores(summary, nodes)
+        return DocumentScores(summary, nodes, self.documents.scores_for_terms(words))
 
     def coverage(self, question: str, rows: np.ndarray) -> np.ndarray:
         """For the documents at `rows`, the share of the question's content
@@ -242,10 +257,14 @@ def _stamped_current(store: DocumentStore, where: Path, stamp: _Stamp) -> bool:
     try:
         return all(
             json.loads((where / part / INDEX_META_FILE).read_text()).get("fingerprint") == stamp.fingerprint
-            for part in ("summaries", "nodes")
+            for part in INDEX_PARTS
         )
     except (OSError, ValueError, AttributeError, UnicodeDecodeError):
         return False
+
+
+# The kept indexes, each a folder of the index directory.
+INDEX_PARTS = ("summaries", "nodes", "documents")
 
 
 class _StoreMoved(Exception):
@@ -313,17 +332,18 @@ def _update(store: DocumentStore, where: Path, state: _State, reuse: bool = True
     where.mkdir(mode=0o700, parents=True, exist_ok=True)  # a pgvector store may have no cache folder yet
     os.chmod(where, 0o700)  # the vocabulary of private documents
     previous = _Previous.open(where, ids, digests) if reuse else None
-    summaries = IndexWriter(where, previous.summary_terms if previous else None)
-    nodes: IndexWriter | None = None
+    writers: list[IndexWriter] = []
     try:
-        nodes = IndexWriter(where, previous.node_terms if previous else None)
+        for k in range(len(INDEX_PARTS)):
+            writers.append(IndexWriter(where, previous.part_terms[k] if previous else None))
+        summaries, nodes, documents = writers
         owners: list[np.ndarray] = []
         try:
-            next_node = previous.carry_over(summaries, nodes, owners) if previous else 0
+            next_node = previous.carry_over(summaries, nodes, documents, owners) if previous else 0
         except _DAMAGED_INDEX as exc:
             log.debug("BM25 index in %s is damaged (%s); making it anew", where, exc)
-            summaries.discard()
-            nodes.discard()
+            for writer in writers:
+                writer.discard()
             return _update(store, where, state, reuse=False)
         reused = previous.reused_rows() if previous else set()
         changed = [i for i in range(len(ids)) if i not in reused]
@@ -337,19 +357,23 @@ def _update(store: DocumentStore, where: Path, state: _State, reuse: bool = True
             doc_nodes = store.nodes_for(wanted)
             for row, doc in zip(rows, docs):
                 summaries.add_text(row, terms(summary_index_text(doc.path, doc.title, doc.summary)))
+                whole: list[str] = []
                 for node in doc_nodes[doc.doc_id]:
-                    nodes.add_text(next_node, terms(node_index_text(doc.path, doc.title, node.text)))
+                    words = terms(node_index_text(doc.path, doc.title, node.text))
+                    nodes.add_text(next_node, words)
+                    whole += words
                     new_owners.append(row)
                     next_node += 1
+                documents.add_text(row, whole)
         owners.append(np.asarray(new_owners, dtype=np.int64))
         fingerprint = state.stamp.fingerprint
         doc_ids = np.asarray([d.encode("utf-8") for d in ids], dtype=bytes) if ids else np.zeros(0, dtype="S1")
         summaries.write(where / "summaries", fingerprint, len(ids), {"versions": digests})
         nodes.write(where / "nodes", fingerprint, next_node, {"owners": np.concatenate(owners), "doc_ids": doc_ids})
+        documents.write(where / "documents", fingerprint, len(ids), {})
     finally:
-        summaries.discard()
-        if nodes is not None:
-            nodes.discard()
+        for writer in writers:
+            writer.discard()
     _write_stamp(where, state.stamp)
 
 
@@ -361,18 +385,18 @@ class _Previous:
 
     where: Path
     new_row: np.ndarray
-    summary_terms: list[str]
-    node_terms: list[str]
+    part_terms: list[list[str]]  # each INDEX_PARTS index's vocabulary
 
     @classmethod
     def open(cls, where: Path, ids: list[str], digests: np.ndarray) -> _Previous | None:
-        summaries, nodes = where / "summaries", where / "nodes"
+        parts = [where / part for part in INDEX_PARTS]
+        summaries, nodes = parts[0], parts[1]
         try:
-            if not (can_update_from(summaries) and can_update_from(nodes)):
+            if not all(can_update_from(d) for d in parts):
                 return None
-            metas = [json.loads((d / INDEX_META_FILE).read_text()) for d in (summaries, nodes)]
-            if metas[0].get("fingerprint") != metas[1].get("fingerprint"):
-                return None  # written by two different updates (one interrupted)
+            metas = [json.loads((d / INDEX_META_FILE).read_text()) for d in parts]
+            if len({m.get("fingerprint") for m in metas}) != 1:
+                return None  # written by different updates (one interrupted)
             old_ids = [raw.decode("utf-8") for raw in read_all(nodes / "doc_ids.npy").tolist()]
             old_digests = read_all(summaries / "versions.npy")
             if old_digests.shape != (len(old_ids),) or int(metas[0]["size"]) != len(old_ids):
@@ -383,7 +407,7 @@ class _Previous:
                 i = row_now.get(doc_id)
                 if i is not None and digests[i] == digest:
                     new_row[j] = i
-            return cls(where, new_row, index_terms(summaries), index_terms(nodes))
+            return cls(where, new_row, [index_terms(d) for d in parts])
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
             log.debug("BM25 index in %s cannot be updated (%s); making it anew", where, exc)
             return None
@@ -391,16 +415,19 @@ class _Previous:
     def reused_rows(self) -> set[int]:
         return set(self.new_row[self.new_row >= 0].tolist())
 
-    def carry_over(self, summaries: IndexWriter, nodes: IndexWriter, owners: list[np.ndarray]) -> int:
+    def carry_over(
+        self, summaries: IndexWriter, nodes: IndexWriter, documents: IndexWriter, owners: list[np.ndarray]
+    ) -> int:
         """Hand the unchanged documents' postings to the writers; their nodes
         become the first node rows. Returns how many nodes that is."""
-        old_summaries, old_nodes = self.where / "summaries", self.where / "nodes"
+        old_nodes = self.where / "nodes"
         keep = self.new_row >= 0
-        summaries.set_lengths(self.new_row[keep], read_all(old_summaries / "lengths.npy")[keep])
-        for columns, rows, tfs in old_postings(old_summaries):
-            now = self.new_row[rows]
-            moved = now >= 0
-            summaries.add_postings(columns[moved], now[moved], tfs[moved])
+        for writer, part in ((summaries, "summaries"), (documents, "documents")):  # one row per document
+            writer.set_lengths(self.new_row[keep], read_all(self.where / part / "lengths.npy")[keep])
+            for columns, rows, tfs in old_postings(self.where / part):
+                now = self.new_row[rows]
+                moved = now >= 0
+                writer.add_postings(columns[moved], now[moved], tfs[moved])
         old_owners = read_all(old_nodes / "owners.npy").astype(np.int64)
         kept_nodes = self.new_row[old_owners] >= 0
         node_row = np.cumsum(kept_nodes) - 1
@@ -460,7 +487,8 @@ def _load_cached(where: Path, fingerprint: str, doc_ids: list[str] | None) -> Do
     (None: the ones it recorded)."""
     summaries = BM25Index.load(where / "summaries", fingerprint)
     nodes = BM25Index.load(where / "nodes", fingerprint)
-    if summaries is None or nodes is None:
+    documents = BM25Index.load(where / "documents", fingerprint)
+    if summaries is None or nodes is None or documents is None:
         return None
     if doc_ids is None:
         kept = nodes[1].get("doc_ids")
@@ -470,7 +498,7 @@ def _load_cached(where: Path, fingerprint: str, doc_ids: list[str] | None) -> Do
             doc_ids = [raw.decode("utf-8") for raw in kept.tolist()]
         except UnicodeDecodeError:
             return None
-    if summaries[0].size != len(doc_ids):
+    if summaries[0].size != len(doc_ids) or documents[0].size != len(doc_ids):
         return None
     owners = nodes[1].get("owners")
     if (
@@ -479,4 +507,4 @@ def _load_cached(where: Path, fingerprint: str, doc_ids: list[str] | None) -> Do
         or (owners.size and (owners.min() < 0 or owners.max() >= len(doc_ids)))
     ):
         return None
-    return DocumentEvidence(doc_ids, summaries[0], nodes[0], np.asarray(owners, dtype=np.int64))
+    return DocumentEvidence(doc_ids, summaries[0], nodes[0], np.asarray(owners, dtype=np.int64), documents[0])
