@@ -54,11 +54,11 @@ sys.path.insert(0, str(REPO))
 from docsum.layout import answer_units  # noqa: E402
 from docsum.models import unitweights  # noqa: E402
 from docsum.models.extractive import ExtractiveLLM  # noqa: E402
+from docsum.models.selection import WORDS_PER_ANSWER_SENTENCE  # noqa: E402
 from docsum.models.unitscore import FEATURES, unit_features  # noqa: E402
 from docsum.query.answermeasures import FIRST_WORDS, SHORT_ANSWER_WORDS, amounts, contains, figures  # noqa: E402
 
-MOST_UNITS = 3
-WORDS_PER_UNIT = 27  # docsum.models.selection.WORDS_PER_ANSWER_SENTENCE
+MOST_UNITS = 3  # --answer-sentences' default
 L2 = 0.01
 STEPS = 600
 
@@ -192,7 +192,7 @@ def answer_of(item: Item, w: np.ndarray, gap: float) -> tuple[list[int], float]:
     for k in order:
         if chosen and (len(chosen) >= MOST_UNITS or s[k] < s[order[0]] - gap):
             break
-        if chosen and quoted + item.words[k] > WORDS_PER_UNIT * MOST_UNITS:
+        if chosen and quoted + item.words[k] > WORDS_PER_ANSWER_SENTENCE * MOST_UNITS:
             continue
         chosen.append(k)
         quoted += item.words[k]

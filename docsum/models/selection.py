@@ -14,9 +14,16 @@ from typing import Any
 
 from docsum.lexical import terms
 from docsum.models.abstain import name_terms
-from docsum.models.answerrank import answer_terms, folded, rows_before_definitions, spelled_out
+from docsum.models.answerrank import (
+    answer_terms,
+    defined_labels,
+    folded,
+    frame_terms,
+    rows_before_definitions,
+    spelled_out,
+)
 from docsum.models.prose import informative_bonus
-from docsum.models.unitscore import Context, features_of, read_question, score
+from docsum.models.unitscore import Context, centrality, features_of, read_question, score
 from docsum.models.unitweights import STOP_GAP
 from docsum.settings import default
 
@@ -35,8 +42,6 @@ def asked_terms(query: str, units: list[str]) -> set[str]:
     select_units reads them: the question's own ("R&D" meets "research"),
     and the words of row labels that `units` define with them
     (answerrank.defined_labels: "Technology and content" for R&D)."""
-    from docsum.models.answerrank import defined_labels, frame_terms
-
     question = answer_terms(spelled_out(query))
     where = frame_terms(query) | {folded(t) for t in name_terms(query)}
     return set(question) | defined_labels(units, question, dict.fromkeys(question, 1.0), where)[0].keys()
@@ -85,9 +90,7 @@ def _summary_scores(
         if bonus is None:
             continue  # not prose: a heading, formula debris, a row of figures
         bag = ctx.bags[i]
-        vec = {t: ctx.idf[t] * (1 + math.log(c)) for t, c in bag.items()}
-        norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
-        central = sum(v * ctx.centroid[t] for t, v in vec.items()) / (norm * ctx.centroid_norm)
+        central = centrality(ctx, i)
         relevance = sum(ctx.idf.get(t, 1.0) for t in q if t in bag) / q_weight
         value = ((0.75 * relevance + 0.25 * central) if any_overlap else central) + bonus
         if len(bag) < 3:

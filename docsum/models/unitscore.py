@@ -158,13 +158,18 @@ class QuestionView:
     definitions: frozenset[str] = frozenset()
 
 
-def idf_weights(bags: Sequence[Mapping[str, int]]) -> dict[str, float]:
-    """Smoothed inverse document frequency of every term over `bags`."""
+def document_frequencies(bags: Sequence[Mapping[str, int]]) -> Counter[str]:
+    """How many of `bags` hold each term."""
     df: Counter[str] = Counter()
     for bag in bags:
         df.update(bag.keys())
+    return df
+
+
+def idf_weights(bags: Sequence[Mapping[str, int]]) -> dict[str, float]:
+    """Smoothed inverse document frequency of every term over `bags`."""
     n = len(bags)
-    return {t: math.log((n + 1) / (c + 1)) + 1.0 for t, c in df.items()}
+    return {t: math.log((n + 1) / (c + 1)) + 1.0 for t, c in document_frequencies(bags).items()}
 
 
 def read_question(query: str, units: Sequence[str], idf: Mapping[str, float]) -> QuestionView:
@@ -243,12 +248,11 @@ class Context:
         # Word weights from every unit read, not only the candidates: refine
         # hands over an earlier answer and a few new units, and in a pool that
         # small a word in every unit would weigh next to nothing.
-        extra = [Counter(term_of(u)) for u in background if u not in set(units)]
-        idf = idf_weights(bags + extra)
-        df: Counter[str] = Counter()
-        for bag in bags + extra:
-            df.update(bag.keys())
+        candidates = set(units)
+        extra = [Counter(term_of(u)) for u in background if u not in candidates]
+        df = document_frequencies(bags + extra)
         n = len(bags) + len(extra)
+        idf = {t: math.log((n + 1) / (c + 1)) + 1.0 for t, c in df.items()}
         bm25_idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
         centroid: Counter[str] = Counter()
         for bag in bags:
@@ -274,7 +278,8 @@ def _lexical(ctx: Context, i: int, terms: set[str]) -> float:
     return total / top
 
 
-def _centrality(ctx: Context, i: int) -> float:
+def centrality(ctx: Context, i: int) -> float:
+    """Cosine of unit `i` (log term frequency times IDF) with the context's centroid."""
     vec = {t: ctx.idf[t] * (1 + math.log(c)) for t, c in ctx.bags[i].items()}
     norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
     return sum(v * ctx.centroid[t] for t, v in vec.items()) / (norm * ctx.centroid_norm)
@@ -296,7 +301,7 @@ def features_of(view: QuestionView, ctx: Context, i: int) -> dict[str, float] | 
     return {
         "lexical": _lexical(ctx, i, view.terms - lowered),
         "coverage": coverage,
-        "centrality": _centrality(ctx, i),
+        "centrality": centrality(ctx, i),
         "proximity": _proximity(ctx.sequences[i], view.terms - lowered),
         "answer_type": float(sum(1 for k in view.wanted if holds(k, text, view.asked_names, view.rate)))
         if about_thing
