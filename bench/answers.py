@@ -4,7 +4,7 @@
 
 For each revision (a git revision checked out with `git worktree add`, or the
 working tree for "HEAD") and each corpus (SEC 10-Q text, SEC 10-Q PDF,
-MuSiQue), this script builds a fresh store offline with that revision's code,
+MuSiQue, and the general-prose set in bench/prose), this script builds a fresh store offline with that revision's code,
 then runs `docsum eval QUESTIONS --answers --unanswerable --json`. It prints
 one row per revision and corpus: figure in the first 50 words, answer words
 (median / p90), wrong-entity answers, single-hop short gold in the first 50
@@ -34,7 +34,16 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 EVAL = Path(os.environ.get("EVAL", REPO.parent / "shared" / "eval" / "corpora"))
 OUT = HERE / "results" / "answers"
-CORPORA = {"sec-10-q": "sec-10-q", "sec-10-q-pdf": "sec-10-q", "musique": "musique"}  # corpus -> its questions
+CORPORA = {"sec-10-q": "sec-10-q", "sec-10-q-pdf": "sec-10-q", "musique": "musique", "prose": "prose"}
+PROSE = HERE / "prose"  # the general-prose set lives in the clone (bench/prose/README.md)
+
+
+def documents_of(corpus: str) -> Path:
+    return PROSE / "docs" if corpus == "prose" else EVAL / corpus
+
+
+def questions_of(corpus: str) -> Path:
+    return PROSE / "questions.jsonl" if corpus == "prose" else EVAL / CORPORA[corpus] / "questions.jsonl"
 
 
 def checkout(rev: str, into: Path) -> Path:
@@ -60,10 +69,10 @@ def docsum(source: Path, home: Path, *args: str) -> subprocess.CompletedProcess[
 
 def measure(source: Path, corpus: str, work: Path) -> dict[str, Any]:
     store = work / f"{corpus}.sqlite"
-    built = docsum(source, work / "home", "build", str(EVAL / corpus), "--store", str(store), "-q")
+    built = docsum(source, work / "home", "build", str(documents_of(corpus)), "--store", str(store), "-q")
     if built.returncode not in (0, 3):
         raise SystemExit(f"build of {corpus} failed: {built.stderr[-500:]}")
-    questions = EVAL / CORPORA[corpus] / "questions.jsonl"
+    questions = questions_of(corpus)
     ran = docsum(
         source,
         work / "home",
