@@ -15,17 +15,17 @@ Unanswerable questions are not asked: the baseline never declines.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import re
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from splits import split_of  # noqa: E402
 
 from docsum.query.answermeasures import FIRST_WORDS, SHORT_ANSWER_WORDS, amounts, contains, figures  # noqa: E402
 
@@ -62,13 +62,6 @@ class BM25:
 
 def top(scores: list[float], k: int) -> list[int]:
     return sorted(range(len(scores)), key=lambda i: -scores[i])[:k]
-
-
-def split_of(row: dict[str, Any]) -> str:
-    if row.get("split") in ("dev", "heldout"):
-        return str(row["split"])
-    base = str(row["id"]).split("__hop")[0]
-    return "dev" if int(hashlib.sha1(base.encode()).hexdigest(), 16) % 2 == 0 else "heldout"
 
 
 def run(folder: Path) -> dict[str, dict[str, float | int]]:

@@ -51,6 +51,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
+from splits import split_of  # noqa: E402
+
 from docsum.layout import answer_units  # noqa: E402
 from docsum.models import unitweights  # noqa: E402
 from docsum.models.extractive import ExtractiveLLM  # noqa: E402
@@ -79,13 +81,6 @@ class Item:
     golds: list[str] = field(default_factory=list)
     reference: str = ""
     question: str = ""
-
-
-def split_of(row: dict[str, Any]) -> str:
-    if row.get("split") in ("dev", "heldout"):
-        return str(row["split"])
-    base = str(row["id"]).split("__hop")[0]
-    return "dev" if int(hashlib.sha1(base.encode()).hexdigest(), 16) % 2 == 0 else "heldout"
 
 
 def is_gold(unit: str, reference: str, aliases: list[str], question: str) -> bool:
