@@ -142,7 +142,17 @@ def grounded(
         note = f"needs {', '.join(names)}; {len(full)} candidate(s) mention all"
     else:
         union = set().union(*cover.values()) if cover else set()
-        if union != set(names) or periods:
+        stated = (
+            _stating(names, pool, known, cover, [*found.candidates, *_about_lookup(corpus, names)])
+            if union != set(names) or periods
+            else []
+        )
+        if stated:
+            kept = stated[:top_k]
+            for c in kept:
+                by_doc[c.doc_id] = _passages_naming(by_doc.get(c.doc_id, []), set(names) - cover[c.doc_id])
+            note = f"needs {', '.join(names)}; {len(stated)} candidate(s) state them (no document is about them)"
+        elif union != set(names) or periods:
             missing = [n for n in names if n not in union]
             why = (
                 f"missing: {', '.join(missing)}"
@@ -157,13 +167,14 @@ def grounded(
                 emptied=True,
             )
             return [], by_doc, report
-        refills = [
-            c
-            for c in pool
-            if c not in found.chosen and cover[c.doc_id] - set().union(*(cover[k.doc_id] for k in found.chosen))
-        ]
-        kept = (refills + list(found.chosen))[:top_k]
-        note = f"needs {', '.join(names)}; no single document mentions all, together they do"
+        else:
+            refills = [
+                c
+                for c in pool
+                if c not in found.chosen and cover[c.doc_id] - set().union(*(cover[k.doc_id] for k in found.chosen))
+            ]
+            kept = (refills + list(found.chosen))[:top_k]
+            note = f"needs {', '.join(names)}; no single document mentions all, together they do"
     if is_chained(question) and found.retriever in RANKED_RETRIEVERS:
         kept, linked = _linked(store, names, kept, found, by_doc, floor, top_k, corpus)
         if linked:
@@ -177,6 +188,58 @@ def grounded(
     if added:
         note += f"; took {', '.join(added)} instead"
     return kept, by_doc, StepReport("grounding", len(found.chosen), len(kept), note=note)
+
+
+def _stating(
+    names: list[str],
+    pool: list[Candidate],
+    known: dict[str, DocumentKeys],
+    cover: dict[str, set[str]],
+    others: list[Candidate],
+) -> list[Candidate]:
+    """The candidates that state every name, in the pool's order, when the
+    names no document is about are stated there at least once.
+
+    A long article about many things states most of what it holds once ("the
+    French army liberated Warsaw in 1806" in 6,000 words on the city), and a
+    one-page scan states its date once: that is still stated. A name some
+    document is about (by its file name, title or summary, among the pool and
+    `others`: a company's own filings, a report named for its quarter) is
+    left to that document, so a passing mention in another company's filing
+    never answers for it."""
+    claimed = {n for n in names if any(known[c.doc_id].is_about(n) for c in pool)}
+    for c in others:
+        keys = document_keys(c.doc_id, c.path, c.summary, "")
+        claimed |= {n for n in names if n not in claimed and keys.is_about(n)}
+    stating: list[Candidate] = []
+    for c in pool:
+        keys = known[c.doc_id]
+        missing = [n for n in names if n not in cover[c.doc_id]]
+        if all(n not in claimed and (keys.body.count(n) or keys.name.has_all(n)) for n in missing):
+            stating.append(c)
+    return stating
+
+
+# Documents whose summaries rank best for a name, read to tell whether some
+# document in the store is about it.
+ABOUT_LOOKUP = 5
+
+
+def _about_lookup(corpus: SummaryCorpus | None, names: list[str]) -> list[Candidate]:
+    """The documents of the whole store whose summaries rank best for each
+    name alone: the question's candidates may leave out the one about it."""
+    if corpus is None:
+        return []
+    return [c for n in names if not is_figure(n) for c in documents_about(corpus, n, ABOUT_LOOKUP)]
+
+
+def _passages_naming(rows: list[Any], names: set[str]) -> list[Any]:
+    """The passages that state the names a document is not about: the answer
+    is read where they are said (all of them if one passage says them all,
+    else those that say any)."""
+    keyed = [(r, TextKeys(r.text)) for r in rows]
+    every = [r for r, keys in keyed if all(keys.count(n) for n in names)]
+    return every or [r for r, keys in keyed if any(keys.count(n) for n in names)] or rows
 
 
 def _kind(candidate: Candidate) -> str | None:
