@@ -55,12 +55,15 @@ from splits import split_of  # noqa: E402
 
 from docsum.layout import answer_units  # noqa: E402
 from docsum.models import unitweights  # noqa: E402
+from docsum.models.abstain import name_terms  # noqa: E402
+from docsum.models.answerrank import answer_terms, folded, spelled_out  # noqa: E402
 from docsum.models.extractive import ExtractiveLLM  # noqa: E402
-from docsum.models.selection import WORDS_PER_ANSWER_SENTENCE  # noqa: E402
+from docsum.models.selection import WORDS_PER_ANSWER_SENTENCE, adds_to_answer  # noqa: E402
 from docsum.models.unitscore import FEATURES, unit_features  # noqa: E402
 from docsum.query.answermeasures import FIRST_WORDS, SHORT_ANSWER_WORDS, amounts, contains, figures  # noqa: E402
 
 MOST_UNITS = 3  # --answer-sentences' default
+ROW_LABEL = FEATURES.index("row_label")
 L2 = 0.01
 STEPS = 600
 
@@ -77,6 +80,7 @@ class Item:
     x: np.ndarray = field(default_factory=lambda: np.zeros((0, len(FEATURES))))
     gold: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     words: list[int] = field(default_factory=list)
+    asked_in: list[set[str]] = field(default_factory=list)  # the question's terms each unit holds
     texts: list[str] = field(default_factory=list)
     golds: list[str] = field(default_factory=list)
     reference: str = ""
@@ -143,6 +147,8 @@ async def collect(name: str, folder: Path, cache: Path, limit: int | None) -> li
         item.texts = [u for u, _ in kept]
         item.x = np.array([[f[k] for k in FEATURES] for _, f in kept]).reshape(len(kept), len(FEATURES))
         item.words = [len(u.split()) for u in item.texts]
+        asked = set(answer_terms(spelled_out(row["question"]))) - {folded(t) for t in name_terms(row["question"])}
+        item.asked_in = [set(answer_terms(u)) & asked for u in item.texts]
         if answerable:
             item.gold = np.array([is_gold(u, item.reference, item.golds[1:], row["question"]) for u in item.texts])
         else:
@@ -177,19 +183,26 @@ def fit(items: list[Item], features: list[int], steps: int = STEPS) -> np.ndarra
 
 
 def answer_of(item: Item, w: np.ndarray, gap: float) -> tuple[list[int], float]:
-    """The units the engine would quote (indexes, best first) and the best score."""
+    """The units the engine would quote (indexes, best first) and the best
+    score: selection's stopping rules (docsum.models.selection._pick) over
+    the units read."""
     if not len(item.texts):
         return [], -math.inf
     s = item.x @ w
     order = sorted(range(len(s)), key=lambda k: (-s[k], k))
     chosen: list[int] = []
     quoted = 0
+    covered: set[str] = set()
     for k in order:
         if chosen and (len(chosen) >= MOST_UNITS or s[k] < s[order[0]] - gap):
             break
         if chosen and quoted + item.words[k] > WORDS_PER_ANSWER_SENTENCE * MOST_UNITS:
             continue
+        far = s[k] < s[order[0]] - unitweights.NEAR_GAP and item.x[k, ROW_LABEL] <= 0
+        if chosen and far and not adds_to_answer(item.asked_in[k], set().union(*item.asked_in), covered):
+            continue
         chosen.append(k)
+        covered |= item.asked_in[k]
         quoted += item.words[k]
     return chosen, float(s[order[0]])
 
@@ -311,6 +324,9 @@ def write_weights(w: np.ndarray, gap: float, floor: float) -> None:
         "# A further unit joins the answer only when its score is within this much of\n"
         "# the best unit's: the answer stops after the fact.\n"
         f"STOP_GAP = {gap!r}\n"
+        "# One further than this from the best joins only when it holds a term of the\n"
+        "# question the units before it lack (it answers another part of the question).\n"
+        f"NEAR_GAP = {unitweights.NEAR_GAP!r}\n"
         "# The offline engine declines when no unit scores this much (fitted to\n"
         "# decline at most 8% of any development set's answerable questions).\n"
         f"ANSWER_SCORE_FLOOR = {round(floor, 3)!r}\n"
@@ -340,6 +356,12 @@ def main() -> None:
     now = np.array([unitweights.WEIGHTS.get(f, 0.0) for f in FEATURES])
     floor_now = float(getattr(unitweights, "ANSWER_SCORE_FLOOR", -math.inf))
     figures_out: dict[str, Any] = {"in_force": report(items, now, unitweights.STOP_GAP, floor_now)}
+    # The weights in force with their stop gap and threshold chosen on the
+    # development halves (the same choice the fitted weights get).
+    gap_now = choose_gap(items, now)
+    floor_tuned = choose_floor(items, now, gap_now)
+    figures_out["in_force_tuned"] = report(items, now, gap_now, floor_tuned)
+    figures_out["in_force_gap"], figures_out["in_force_floor"] = gap_now, floor_tuned
     w = fit(items, list(range(len(FEATURES))))
     gap = choose_gap(items, w)
     floor = choose_floor(items, w, gap)
@@ -351,11 +373,12 @@ def main() -> None:
     figures_out["searched"] = report(items, ws, gap_s, floor_s)
     figures_out["searched_weights"] = {f: round(float(ws[k]), 3) for k, f in enumerate(FEATURES)}
     figures_out["searched_gap"], figures_out["searched_floor"] = gap_s, floor_s
-    for label in ("in_force", "fitted", "searched"):
+    for label in ("in_force", "in_force_tuned", "fitted", "searched"):
         print(f"\n{label}")
         for key, row in figures_out[label].items():
             print(f"  {key:24} " + "  ".join(f"{k} {v}" for k, v in row.items()))
     print("\nweights", figures_out["weights"], "stop gap", gap, "floor", round(floor, 3))
+    print("in force: stop gap", gap_now, "floor", round(floor_tuned, 3))
     print("searched", figures_out["searched_weights"], "stop gap", gap_s, "floor", round(floor_s, 3))
     if args.ablation:
         figures_out["ablation"] = {}
@@ -369,6 +392,8 @@ def main() -> None:
         args.json.write_text(json.dumps(figures_out, indent=1) + "\n")
     if args.write == "fitted":
         write_weights(w, gap, floor)
+    elif args.write == "in_force_tuned":
+        write_weights(now, gap_now, floor_tuned)
     elif args.write == "searched":
         write_weights(ws, gap_s, floor_s)
 

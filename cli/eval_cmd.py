@@ -20,8 +20,12 @@ EXAMPLES = examples(
 
 # Imported when eval runs: every other command registers eval, none needs it.
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rich.table import Table
+
     from docsum.query.answermeasures import AnswerMeasures, Share
-    from docsum.query.evalreport import EvalReport
+    from docsum.query.evalreport import EvalReport, FloorRow
 
 
 @with_common(EVAL)
@@ -146,6 +150,8 @@ def _print_table(common: Common, report: EvalReport, details: bool, model: str |
             f"declined: answerable {_rate(r.answerable_declined)}, unanswerable {_rate(r.unanswerable_declined)},"
             f" answerable with the gold hidden {_rate(r.hidden_gold_declined)}"
         )
+        if r.trade_off:
+            console.print(_trade_off_table(r.trade_off))
     if details:
         rows = Table(title="questions")
         for column in ("id", "kind", "recall", "retrieved", "gold"):
@@ -206,6 +212,19 @@ def _print_measures(console: Any, measures: AnswerMeasures) -> None:
             share(m.short_answered_without_gold),
         )
     console.print(table)
+
+
+def _trade_off_table(rows: Sequence[FloorRow]) -> Table:
+    """What other answer floors would decline, the one in force marked."""
+    from rich.table import Table
+
+    table = Table(title="answer floor (--answer-floor): declined, estimated from each question's best score")
+    for column in ("floor", "answerable declined", "unanswerable declined"):
+        table.add_column(column, justify="right")
+    for floor in rows:
+        mark = " (in force)" if floor.in_force else ""
+        table.add_row(f"{floor.floor:.3f}{mark}", _rate(floor.answerable_declined), _rate(floor.unanswerable_declined))
+    return table
 
 
 def _rate(value: float | None) -> str:

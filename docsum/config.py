@@ -306,6 +306,7 @@ def make_llm(settings: Settings) -> tuple[Any, str | None]:
             limits=settings.limits,
             embed_model=embed_model,
             answer_sentences=settings.answer_sentences,
+            answer_floor=settings.answer_floor,
         )
         check_window(offline.metadata.context_window, offline.metadata.num_output)
         if settings.llm != "auto":

@@ -404,6 +404,17 @@ SETTINGS: tuple[Setting, ...] = (
         True,
     ),
     Setting(
+        "answer_floor",
+        number(-10.0, 10.0),
+        None,
+        "Offline engine: decline when no sentence or table row of the passages scores this much on the answer "
+        "scorer; lower answers more, higher declines more (default: the threshold fitted on the development sets; "
+        "eval's abstention report prints the trade-off).",
+        _ASK_EVAL,
+        ("DOCSUM_ANSWER_FLOOR",),
+        True,
+    ),
+    Setting(
         "candidates",
         whole(1, 10_000),
         20,

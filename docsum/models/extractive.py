@@ -14,6 +14,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from docsum.citations import cited_pieces, markers_in, split_numbered, strip_mar
 from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import says_cannot_answer
-from docsum.models.answerrank import answer_terms, row_label_bonus, spelled_out
+from docsum.models.answerrank import answer_terms, spelled_out
 from docsum.models.hops import SeenPassages, hop_answer, is_chained
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
@@ -39,9 +40,10 @@ from docsum.models.prompts import (
     PromptTemplate,
 )
 from docsum.models.prose import is_opening, is_reference, opening, without_figures_and_tables
-from docsum.models.selection import ANSWER_COVERAGE_FLOOR, asked_terms, join_units, select_units
+from docsum.models.selection import ANSWER_COVERAGE_FLOOR, answer_strength, asked_terms, join_units, select_units
 from docsum.models.tokens import tokenizer_for_model
-from docsum.models.unitscore import idf_weights, lowered_terms, one_word_names
+from docsum.models.unitscore import idf_weights
+from docsum.models.unitweights import ANSWER_SCORE_FLOOR
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, Limits, default
 
@@ -61,8 +63,10 @@ class ExtractiveLLM(LLM):
         limits: Limits = DEFAULT_LIMITS,
         embed_model: str = LEXICAL_EMBED_MODEL,
         answer_sentences: int = default("answer_sentences"),
+        answer_floor: float | None = None,
     ) -> None:
         self.answer_sentences = answer_sentences
+        self.answer_floor = ANSWER_SCORE_FLOOR if answer_floor is None else answer_floor
         # Refine's steps show one passage each: a chained question's hops meet
         # only in the passages seen so far (docsum.models.hops).
         self._seen_passages = SeenPassages()
@@ -207,20 +211,15 @@ class ExtractiveLLM(LLM):
         return f"{first}\n{body}" if first else body
 
     def answer(self, query: str, context: str) -> str:
-        """`extract` for a question, or the abstention text when the best the
-        context offers covers too little of the question (see
-        ANSWER_COVERAGE_FLOOR): quoting the closest sentences of unrelated
-        text is how the offline engine used to answer everything. A question
-        that reaches its answer through something it does not name is
-        answered by a chain of sentences across documents, or declined
-        (docsum.models.hops)."""
-        # Read as select_units reads them (answer_terms): "expenses" meets
-        # "expense", "R&D" meets "research". With bare terms, NVIDIA's
-        # "Stock-based compensation expense" row covered 2 of a long
-        # question's 14 words, its passage was declined, and compact
-        # never read it again.
-        q = set(answer_terms(spelled_out(query)))
-        if not q:
+        """`extract` for a question, or the abstention text when no unit of
+        the context scores `answer_floor` on the answer scorer
+        (docsum.models.unitscore; the floor is fitted with its weights) or
+        covers ANSWER_COVERAGE_FLOOR of the question:
+        quoting the closest sentences of unrelated text is how the offline
+        engine used to answer everything. A question that reaches its answer
+        through something it does not name is answered by a chain of
+        sentences across documents, or declined (docsum.models.hops)."""
+        if not answer_terms(spelled_out(query)):
             return self.extract(query, context)
         if is_chained(query):
             context = self._seen_passages.context(query, context)
@@ -228,14 +227,15 @@ class ExtractiveLLM(LLM):
         hops = hop_answer(query, units, marks, context)
         if hops is not None:
             return self._chain(units, marks, hops) if hops else ABSTENTION_TEXT
-        names = one_word_names(query)
-        best = max((len(q & set(answer_terms(s)) - lowered_terms(names, s)) / len(q) for s in units), default=0.0)
-        # A table row whose label is what the question asks for answers it
-        # whatever else the question says ("Inventories" for "How have
-        # NVIDIA's inventory levels changed … and what might this indicate
-        # regarding their supply chain management?").
-        about = best >= ANSWER_COVERAGE_FLOOR or any(row_label_bonus(s, dict.fromkeys(q, 1.0)) > 0 for s in units)
-        return self.extract(query, context) if about else ABSTENTION_TEXT
+        strength = answer_strength(query, units)
+        if strength is None:
+            return ABSTENTION_TEXT
+        if strength.coverage < ANSWER_COVERAGE_FLOOR and not strength.named_row:
+            return ABSTENTION_TEXT
+        scores = ANSWER_SCORES.get()
+        if scores is not None:
+            scores.append(strength.score)
+        return self.extract(query, context) if strength.score >= self.answer_floor else ABSTENTION_TEXT
 
     def _chain(self, units: list[str], marks: list[int | None], hops: list[int]) -> str:
         """A chain's sentences (docsum.models.hops), each with its passage."""
@@ -307,6 +307,12 @@ class ExtractiveLLM(LLM):
         q = set(terms(query))
         kept = [s for s in sentences(passage) if q & set(terms(s))]
         return " ".join(kept) if kept else NO_OUTPUT
+
+
+# The best score of every answer the offline engine weighed in this context
+# (an evaluation sets a list per question to print the decline threshold's
+# trade-off; None: not recorded).
+ANSWER_SCORES: ContextVar[list[float] | None] = ContextVar("answer_scores", default=None)
 
 
 def _units_of(context: str) -> tuple[list[str], list[int | None]]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Set
+from dataclasses import dataclass
 from typing import Any
 
 from docsum.lexical import terms
@@ -23,16 +25,18 @@ from docsum.models.answerrank import (
     spelled_out,
 )
 from docsum.models.prose import informative_bonus
-from docsum.models.unitscore import Context, centrality, features_of, read_question, score
-from docsum.models.unitweights import STOP_GAP
+from docsum.models.unitscore import Context, centrality, features_of, lowered_terms, read_question, score
+from docsum.models.unitweights import NEAR_GAP, STOP_GAP
 from docsum.settings import default
 
 # An answer is a few good sentences, not a page: stop at --answer-sentences,
 # or once about this many words a sentence are quoted (the first sentence is
 # always kept).
 WORDS_PER_ANSWER_SENTENCE = 27  # 80 words at the default 3 sentences
-# The offline engine answers only when some sentence of the passages holds at
-# least this share of the question's content words; otherwise it declines.
+# Besides the score's threshold, the offline engine declines when no unit
+# holds this share of the question's terms, unless a unit is a table row the
+# question names: a score can be made of centrality and a figure in a
+# sentence that shares one word with the question.
 ANSWER_COVERAGE_FLOOR = 0.15
 _MARKUP = re.compile(r"^\s*(?:#{1,6}|>|[-*•])\s+")
 
@@ -59,19 +63,54 @@ Scored = tuple[float, int, str, set[str]]
 
 def _answer_scores(
     query: str, unique: list[tuple[int, str]], background: list[str], prefer: int
-) -> tuple[list[Scored], frozenset[str]]:
-    """An answer's candidates by the scorer's one score, and the row labels
-    the context defines (their definitions follow the rows they explain)."""
+) -> tuple[list[Scored], frozenset[str], set[str], set[int]]:
+    """An answer's candidates by the scorer's one score, the row labels the
+    context defines (their definitions follow the rows they explain), the
+    question's terms other than its names, as the units' terms are read, and the positions of the
+    table rows the question names (each is a fact of its own)."""
     texts = [text for _, text in unique]
     ctx = Context.of(texts, background)
     view = read_question(query, texts, ctx.idf)
     scored: list[Scored] = []
+    named_rows: set[int] = set()
     for i, (pos, text) in enumerate(unique):
         found = features_of(view, ctx, i)
         if found is None:
             continue  # a heading, a form's words or half a sentence
         scored.append((score(found) + (1e-6 if pos < prefer else 0.0), pos, text, set(ctx.bags[i])))
-    return scored, view.definitions
+        if found["row_label"] > 0:
+            named_rows.add(pos)
+    # The question's names say which document, not which part of the question
+    # a unit answers.
+    return scored, view.definitions, view.terms - view.names, named_rows
+
+
+@dataclass(frozen=True)
+class AnswerStrength:
+    """How well the best units of a context answer a question: what the
+    offline engine's decline is decided on."""
+
+    score: float  # the scorer's best score (compared with --answer-floor)
+    coverage: float  # the largest share of the question's terms one unit holds
+    named_row: bool  # some unit is a table row the question names
+
+
+def answer_strength(query: str, units: list[str]) -> AnswerStrength | None:
+    """The strength of `units` as an answer to `query` (None when no unit
+    could be quoted)."""
+    texts = list(dict.fromkeys(units))
+    ctx = Context.of(texts)
+    view = read_question(query, texts, ctx.idf)
+    found = [(i, f) for i, f in ((i, features_of(view, ctx, i)) for i in range(len(texts))) if f is not None]
+    if not found:
+        return None
+    # Every term counts the same here: the weighted coverage of the score
+    # gives a name's one word (the oven of "… a swallow near the oven?") too much.
+    shares = [
+        len((view.terms & ctx.bags[i].keys()) - lowered_terms(view.one_word_names, texts[i])) / max(1, len(view.terms))
+        for i, _ in found
+    ]
+    return AnswerStrength(max(score(f) for _, f in found), max(shares), any(f["row_label"] > 0 for _, f in found))
 
 
 def _summary_scores(
@@ -126,14 +165,16 @@ def select_units(
     if not unique:
         return []
     definitions: frozenset[str] = frozenset()
+    asked: set[str] = set()
+    named_rows: set[int] = set()
     if focused:
-        scored, definitions = _answer_scores(query, unique, background or [], prefer)
+        scored, definitions, asked, named_rows = _answer_scores(query, unique, background or [], prefer)
         floor = -math.inf
     else:
         scored, any_overlap = _summary_scores(query, unique, background or [], prefer, informative)
         floor = 0.0 if any_overlap else -math.inf
     scored.sort(key=lambda item: (-item[0], item[1]))
-    chosen = _pick(scored, budget, tokenizer, floor, most if focused else None)
+    chosen = _pick(scored, budget, tokenizer, floor, most if focused else None, asked, named_rows)
     return rows_before_definitions(chosen, definitions)
 
 
@@ -150,12 +191,31 @@ def _near_repeat(words: set[str], chosen: list[set[str]]) -> bool:
     )
 
 
-def _pick(scored: list[Scored], budget: int, tokenizer: Any, floor: float, most: int | None) -> list[tuple[int, str]]:
+def adds_to_answer(words: Set[str], asked: Set[str], covered: Set[str]) -> bool:
+    """A further unit holds some term of the question the units already
+    chosen do not: it answers another part of the question ("how much … and
+    when …"). One that only repeats what they hold is the unrelated sentence
+    that used to end almost every answer."""
+    return not asked or bool((words & asked) - covered)
+
+
+def _pick(
+    scored: list[Scored],
+    budget: int,
+    tokenizer: Any,
+    floor: float,
+    most: int | None,
+    asked: Set[str] = frozenset(),
+    named_rows: Set[int] = frozenset(),
+) -> list[tuple[int, str]]:
     """The best units in order, within `budget` tokens; for an answer (`most`
     set) at most `most` units, about WORDS_PER_ANSWER_SENTENCE words each,
-    each within STOP_GAP of the best."""
+    each within STOP_GAP of the best, and one further than NEAR_GAP only when
+    it holds a term of the question `asked` that those before it lack or is a
+    table row the question names (`named_rows`, by position)."""
     chosen: list[tuple[int, str]] = []
     chosen_terms: list[set[str]] = []
+    covered: set[str] = set()
     used = quoted = 0
     best = scored[0][0] if scored else 0.0
     for value, pos, text, words in scored:
@@ -167,6 +227,9 @@ def _pick(scored: list[Scored], budget: int, tokenizer: Any, floor: float, most:
             continue
         if most is not None and chosen and quoted + len(text.split()) > WORDS_PER_ANSWER_SENTENCE * most:
             continue
+        far = value < best - NEAR_GAP and pos not in named_rows
+        if most is not None and chosen and far and not adds_to_answer(words, asked, covered):
+            continue
         quoted += len(text.split())
         cost = tokenizer.count(text) + 1
         if used + cost > budget:
@@ -177,10 +240,12 @@ def _pick(scored: list[Scored], budget: int, tokenizer: Any, floor: float, most:
                 head = _head_within(text, max(1, budget * 3 // 4), tokenizer)
                 chosen.append((pos, head))
                 chosen_terms.append(words)
+                covered |= words & asked
                 used = tokenizer.count(head) + 1
             continue
         chosen.append((pos, text))
         chosen_terms.append(words)
+        covered |= words & asked
         used += cost
     return chosen
 

@@ -25,3 +25,9 @@ WEIGHTS: dict[str, float] = {
 # A further unit joins the answer only when its score is within this much of
 # the best unit's: the answer stops after the fact.
 STOP_GAP = 0.6
+# One further than this from the best joins only when it holds a term of the
+# question the units before it lack (it answers another part of the question).
+NEAR_GAP = 0.2
+# The offline engine declines when no unit scores this much (fitted to
+# decline at most 8% of any development set's answerable questions).
+ANSWER_SCORE_FLOOR = 0.263

@@ -95,9 +95,62 @@ class AskOutcome:
     status: str
     abstained: bool
     reason: str
+    # The offline engine's best answer score in this run (None: no answer
+    # was weighed, or a model answered).
+    best_score: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "abstained": self.abstained, "reason": self.reason}
+        out: dict[str, Any] = {"status": self.status, "abstained": self.abstained, "reason": self.reason}
+        if self.best_score is not None:
+            out["best_score"] = round(self.best_score, 4)
+        return out
+
+    def declined_at(self, floor: float, in_force: float) -> bool:
+        """Whether this run would have declined under another answer floor:
+        a run the floor decided (answered, or declined below `in_force`)
+        turns on its best score; any other decline stays one."""
+        if self.best_score is None:
+            return self.abstained
+        if self.abstained and self.best_score >= in_force:
+            return True  # declined for another reason than the floor
+        return self.best_score < floor
+
+
+@dataclass(frozen=True)
+class FloorRow:
+    """What one answer floor would decline (estimated from each run's best score)."""
+
+    floor: float
+    answerable_declined: float | None
+    unanswerable_declined: float | None
+    in_force: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "floor": round(self.floor, 4),
+            "answerable_declined": self.answerable_declined,
+            "unanswerable_declined": self.unanswerable_declined,
+            "in_force": self.in_force,
+        }
+
+
+# Offsets from the floor in force that eval's trade-off shows.
+FLOOR_STEPS = (-0.2, -0.1, 0.0, 0.1, 0.2, 0.3)
+
+
+def floor_trade_off(
+    answerable: list[AskOutcome], unanswerable: list[AskOutcome], in_force: float
+) -> tuple[FloorRow, ...]:
+    """Answerable against unanswerable questions declined, for floors around
+    the one in force: what raising or lowering --answer-floor would trade."""
+
+    def share(runs: list[AskOutcome], floor: float) -> float | None:
+        return round(sum(r.declined_at(floor, in_force) for r in runs) / len(runs), 4) if runs else None
+
+    return tuple(
+        FloorRow(in_force + step, share(answerable, in_force + step), share(unanswerable, in_force + step), step == 0.0)
+        for step in FLOOR_STEPS
+    )
 
 
 @dataclass(frozen=True)
@@ -132,9 +185,11 @@ class AbstentionRates:
     answerable_declined: float | None = None
     unanswerable_declined: float | None = None
     hidden_gold_declined: float | None = None
+    trade_off: tuple[FloorRow, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "trade_off": [row.as_dict() for row in self.trade_off],
             "mode": self.mode,
             "by_kind": {kind: rates.as_dict() for kind, rates in self.by_kind.items()},
             "answerable_declined": self.answerable_declined,

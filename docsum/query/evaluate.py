@@ -21,7 +21,7 @@ import numpy as np
 from docsum.errors import ConfigError
 from docsum.lexical import LEXICAL_EMBED_MODEL
 from docsum.locations import StoreLocation, display_location
-from docsum.models.extractive import judge_by_overlap
+from docsum.models.extractive import ANSWER_SCORES, ExtractiveLLM, judge_by_overlap
 from docsum.models.llm import LLM, track_calls
 from docsum.models.localembed import LOCAL_EMBED_MODEL
 from docsum.models.prompts import JUDGE_PROMPT
@@ -40,6 +40,7 @@ from docsum.query.evalreport import (
     Metrics,
     QuestionRow,
     aggregate,
+    floor_trade_off,
 )
 from docsum.query.options import AskOptions
 from docsum.query.results import AskResult
@@ -424,9 +425,11 @@ async def _abstention_rates(
     gate = asyncio.Semaphore(limits.questions)
 
     async def run(q: EvalQuestion, hidden: frozenset[str]) -> AskOutcome:
+        scores: list[float] = []
+        ANSWER_SCORES.set(scores)  # this task's own: gather runs each question in a task
         async with gate:
             result = await ask(store_path, llm, q.question, dataclasses.replace(options, hidden_doc_ids=hidden))
-        return AskOutcome(result.status.value, result.abstained, result.reason)
+        return AskOutcome(result.status.value, result.abstained, result.reason, max(scores, default=None))
 
     async def one(i: int, q: EvalQuestion) -> AbstentionOutcome:
         normal = await run(q, frozenset())
@@ -457,6 +460,9 @@ async def _abstention_rates(
         answerable_declined=rate(answerable, False, False),
         unanswerable_declined=rate(unanswerable, False, False),
         hidden_gold_declined=rate(answerable, True, False),
+        trade_off=floor_trade_off([o.normal for o in answerable], [o.normal for o in unanswerable], llm.answer_floor)
+        if isinstance(llm, ExtractiveLLM)
+        else (),
     )
 
 
