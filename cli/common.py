@@ -146,7 +146,7 @@ def _machine_errors() -> tuple[type[Exception], ...]:
     return (OSError, sqlite3.OperationalError) if sqlite3 is not None else (OSError,)
 
 
-def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[str, Any]) -> None:
+def _run(func: Callable[..., int | None], flags: dict[str, Any], kwargs: dict[str, Any]) -> None:  # noqa: C901 (listed when the check came in: simplify, then drop this)
     env = Environment.from_os()
     env.quiet, env.verbose = bool(flags.get("quiet")), bool(flags.get("verbose"))
     if flags.get("no_color"):

@@ -117,7 +117,7 @@ def read_html(path: Path, data: bytes) -> Extracted:
     return Extracted(text=_tidy("".join(_html_pieces(soup))), title=title or None)
 
 
-def _html_pieces(soup: bs4.BeautifulSoup) -> list[str]:
+def _html_pieces(soup: bs4.BeautifulSoup) -> list[str]:  # noqa: C901 (listed when the check came in: simplify, then drop this)
     """The page's text in document order, with Markdown-style markers and line
     breaks where the blocks are.
 

@@ -47,7 +47,7 @@ def needs_ocr(text: str, mode: str) -> bool:
     return not any(ch.isalnum() for ch in text) or garbage_reason(text) is not None
 
 
-def with_ocr(path: Path, data: bytes, layer: LoadedDocument | None, mode: str) -> LoadedDocument:
+def with_ocr(path: Path, data: bytes, layer: LoadedDocument | None, mode: str) -> LoadedDocument:  # noqa: C901 (listed when the check came in: simplify, then drop this)
     """``layer`` (the text layer, None when the PDF has none) with its
     unreadable pages, or every page under ``--ocr force``, read by OCR."""
     if layer is not None and not any(needs_ocr(text, mode) for text in _page_texts(layer)):

@@ -138,7 +138,7 @@ class _Atoms:
     glue: list[bool]  # True: same packing group as the previous atom (a paragraph that fits)
 
 
-def _refine(
+def _refine(  # noqa: C901 (listed when the check came in: simplify, then drop this)
     text: str,
     spans: list[Span],
     counts: list[int],
@@ -304,7 +304,7 @@ def _no_heading(_pos: int) -> tuple[str, int]:
     return "", 0
 
 
-def _pack(
+def _pack(  # noqa: C901 (listed when the check came in: simplify, then drop this)
     text: str, atoms: _Atoms, budget: _Budget, heading_at: HeadingAt = _no_heading
 ) -> list[tuple[int, int, str, int, str]]:
     """Greedy packing; returns (start, end, text, real token count, heading) per chunk.

@@ -333,7 +333,7 @@ class OpenAILLM(LLM):
                 )
             )
 
-    async def astream(self, template: PromptTemplate, **values: Any) -> AsyncIterator[str]:
+    async def astream(self, template: PromptTemplate, **values: Any) -> AsyncIterator[str]:  # noqa: C901 (listed when the check came in: simplify, then drop this)
         openai = openai_module()
         messages = template.format_messages(**values)
         params = self._params(messages, stream=True)
@@ -420,7 +420,7 @@ class OpenAILLM(LLM):
                 ) from None
         self._record_usage(template.kind, messages, "".join(parts), usage, time.monotonic() - started)
 
-    async def aembed(self, texts: list[str]) -> np.ndarray:
+    async def aembed(self, texts: list[str]) -> np.ndarray:  # noqa: C901 (listed when the check came in: simplify, then drop this)
         if self.metadata.embed_model == LOCAL_EMBED_MODEL:
             return await embed_locally(texts)
         if self.metadata.embed_model == LEXICAL_EMBED_MODEL:

@@ -207,7 +207,7 @@ def rank_documents_by_nodes(owners: list[str], scores: np.ndarray) -> list[str]:
     return [d for d, s in sorted(best.items(), key=lambda item: -item[1]) if s > 0]
 
 
-async def evaluate(
+async def evaluate(  # noqa: C901 (listed when the check came in: simplify, then drop this)
     store_path: StoreLocation,
     llm: LLM,
     questions: list[EvalQuestion],

@@ -39,7 +39,7 @@ GROUNDING_LOOKAHEAD = 3
 RANKED_RETRIEVERS = ("fused", "bm25", "embedding")
 
 
-def grounded(
+def grounded(  # noqa: C901 (listed when the check came in: simplify, then drop this)
     store: DocumentStore,
     question: str,
     found: Retrieval,
@@ -257,7 +257,7 @@ MAX_BRIDGE_SENTENCES = 400
 MAX_LINK_ROUNDS = 2
 
 
-def _linked(
+def _linked(  # noqa: C901 (listed when the check came in: simplify, then drop this)
     store: DocumentStore,
     names: list[str],
     kept: list[Candidate],
