@@ -80,3 +80,25 @@ def test_a_name_another_document_is_about_is_not_answered_from_a_mention(tmp_pat
             assert bool(kept) is answered, (question, report)
             # Answered from the passage that says it.
             assert all("2023" in r.text for c in kept for r in by_doc[c.doc_id])
+
+
+def test_a_question_that_quotes_a_stored_passage_is_answered_from_it(tmp_path: Path) -> None:
+    # Brenna's report quotes a ruling on Orvik; Orvik's own report is what
+    # Orvik is about. Copied as the question, the sentence is answered from
+    # Brenna's report, which holds it word for word. Before: declined
+    # ("missing: orvik, seven network").
+    filler = "Sales rose in every region and the factories ran at full capacity. " * 80
+    quote = "In December 2020 the court granted a joint motion by Orvik and Seven Networks to dismiss the claims."
+    docs = {
+        "Orvik_report.txt": "Orvik Corporation quarterly report\n\n" + filler + "Orvik opened a plant in Lyon.",
+        "Brenna_report.txt": "Brenna Industries quarterly report\n\n" + filler + quote + " " + filler,
+    }
+    store_path = built_store(tmp_path, docs)
+    with Store.open(store_path) as store:
+        ids = {d.path.rsplit("/", 1)[-1]: d.doc_id for d in store.list_documents()}
+        brenna = Candidate(ids["Brenna_report.txt"], "Brenna_report.txt", "Brenna's quarterly report.", 1.0)
+        orvik = Candidate(ids["Orvik_report.txt"], "Orvik_report.txt", "Orvik's quarterly report.", 0.5)
+        found = Retrieval("fused", chosen=[brenna, orvik], candidates=[brenna, orvik])
+        kept, _, report = grounded(store, quote, found, {}, 3, None)
+        assert kept == [brenna], report
+        assert report is not None and "quotes" in report.note

@@ -69,6 +69,12 @@ def grounded(  # noqa: C901 (listed when the check came in: simplify, then drop 
     names = question_names(question) or _spelled_titles(question, [*found.chosen, *found.candidates])
     if not names:
         return found.chosen, by_doc, None
+    quoting = _quoting(store, question, found, by_doc, top_k)
+    if quoting:
+        for cand in found.candidates:
+            cand.chosen = cand in quoting
+        note = f"the question quotes {', '.join(c.path for c in quoting)}"
+        return quoting, by_doc, StepReport("grounding", len(found.chosen), len(quoting), note=note)
     # A period must sit in one document with every name; a bare year may be
     # one hop's ("the Judiciary Act of 1869") like any other name.
     periods = [n for n in names if is_period(n)]
@@ -113,31 +119,7 @@ def grounded(  # noqa: C901 (listed when the check came in: simplify, then drop 
             if not cover[c.doc_id] and _kind(c) not in kinds and any(f in found.chosen for f in full)
         ]
         if hops:
-            # A second hop continues from the first: it names something the
-            # full documents say beside the question's names ("… published
-            # by the American Psychological Association"). One that names none
-            # of it (Djibouti's first president) answers another question.
-            wanted = [n for n in names if not is_figure(n)]
-            # Every sentence of a document whose title names them all (the
-            # bakery's history names the railway's auction without naming
-            # the bakery), those naming them in any other.
-            bridges: list[str] = []
-            for c in full:
-                text = "\n".join(r.text for r in by_doc.get(c.doc_id, []))
-                titled = all(TextKeys(titles.get(c.doc_id, c.path)).count(n) for n in wanted)
-                bridges = _bridge_keys(wanted, [text], also=bridges, most=MAX_BRIDGE_SENTENCES, every=titled)
-            # A name many of the candidates mention ("United States") links
-            # nothing in particular (a church in Ohio is no hop from a peak in
-            # Colorado) unless the hop is about it (Treaties_of_the_European_Union.txt).
-            general = {b for b in bridges if sum(1 for k in known.values() if k.body.count(b)) >= GENERAL_DOCUMENTS}
-            hops = [
-                c
-                for c in hops
-                if any(
-                    known[c.doc_id].body.count(b) and (b not in general or known[c.doc_id].name.count(b))
-                    for b in bridges
-                )
-            ]
+            hops = _bridged(names, full, hops, by_doc, titles, known)
         kept = (full + hops)[:top_k]
         note = f"needs {', '.join(names)}; {len(full)} candidate(s) mention all"
     else:
@@ -188,6 +170,70 @@ def grounded(  # noqa: C901 (listed when the check came in: simplify, then drop 
     if added:
         note += f"; took {', '.join(added)} instead"
     return kept, by_doc, StepReport("grounding", len(found.chosen), len(kept), note=note)
+
+
+def _bridged(
+    names: list[str],
+    full: list[Candidate],
+    hops: list[Candidate],
+    by_doc: dict[str, list[Any]],
+    titles: dict[str, str],
+    known: dict[str, DocumentKeys],
+) -> list[Candidate]:
+    """The second-hop candidates that continue from the first: each names
+    something the documents about everything say beside the question's names
+    ("… published by the American Psychological Association"). One that
+    names none of it (Djibouti's first president) answers another question."""
+    wanted = [n for n in names if not is_figure(n)]
+    # Every sentence of a document whose title names them all (the bakery's
+    # history names the railway's auction without naming the bakery), those
+    # naming them in any other.
+    bridges: list[str] = []
+    for c in full:
+        text = "\n".join(r.text for r in by_doc.get(c.doc_id, []))
+        titled = all(TextKeys(titles.get(c.doc_id, c.path)).count(n) for n in wanted)
+        bridges = _bridge_keys(wanted, [text], also=bridges, most=MAX_BRIDGE_SENTENCES, every=titled)
+    # A name many of the candidates mention ("United States") links nothing
+    # in particular (a church in Ohio is no hop from a peak in Colorado)
+    # unless the hop is about it (Treaties_of_the_European_Union.txt).
+    general = {b for b in bridges if sum(1 for k in known.values() if k.body.count(b)) >= GENERAL_DOCUMENTS}
+    return [
+        c
+        for c in hops
+        if any(known[c.doc_id].body.count(b) and (b not in general or known[c.doc_id].name.count(b)) for b in bridges)
+    ]
+
+
+# A question this long (in words) that a document's text holds word for word
+# quotes it.
+QUOTE_MIN_WORDS = 12
+
+
+def _quoting(
+    store: DocumentStore, question: str, found: Retrieval, by_doc: dict[str, list[Any]], top_k: int
+) -> list[Candidate]:
+    """The candidates whose text holds the question word for word, when it is
+    long enough to be a quotation: a passage copied from a stored document is
+    answered from it, whatever it names (Intel's filing quoting a ruling on
+    Apple, a table's row of figures)."""
+    wanted = TextKeys(question).sequence
+    if len(wanted) < QUOTE_MIN_WORDS:
+        return []
+    pool = [*found.chosen, *(c for c in found.candidates if c not in found.chosen)][: (GROUNDING_LOOKAHEAD + 1) * top_k]
+    need = [c.doc_id for c in pool if c.doc_id not in by_doc]
+    if need:
+        by_doc.update(store.nodes_for(need))
+    quoting = []
+    for cand in pool:
+        if any(_holds_run(TextKeys(r.text).sequence, wanted) for r in by_doc.get(cand.doc_id, [])):
+            quoting.append(cand)
+    return quoting[:top_k]
+
+
+def _holds_run(sequence: list[str], wanted: list[str]) -> bool:
+    """`wanted` occurs in `sequence` as consecutive keys."""
+    first, n = wanted[0], len(wanted)
+    return any(sequence[i : i + n] == wanted for i, key in enumerate(sequence) if key == first)
 
 
 def _stating(
