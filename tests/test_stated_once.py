@@ -102,3 +102,35 @@ def test_a_question_that_quotes_a_stored_passage_is_answered_from_it(tmp_path: P
         kept, _, report = grounded(store, quote, found, {}, 3, None)
         assert kept == [brenna], report
         assert report is not None and "quotes" in report.note
+
+
+def test_a_name_one_article_says_often_is_still_stated_once_in_another(tmp_path: Path) -> None:
+    # A game's article names the country it was released in several times;
+    # an article on tidal power names the same country once, in the sentence
+    # that answers. Neither is named for the country (file name, title,
+    # summary), so saying it often does not make the game's article the only
+    # source: before, grounding kept the game alone and answered with its
+    # release dates.
+    game = (
+        "Harbor Quest\n\n"
+        + "Harbor Quest is a puzzle game about boats and lighthouses played on handheld consoles. " * 60
+        + "It was released in Norway in May. Sales in Norway were strong. A Norway-only edition followed. "
+        + "Critics in Norway praised its music. "
+        + "Players steer a tug through fog and rescue stranded sailors. " * 60
+    )
+    tidal = (
+        "Tidal power\n\n"
+        + "Tidal power converts the energy of the tides into electricity with turbines in estuaries. " * 60
+        + "The largest tidal research station in Norway is the Kvalsund test site. "
+        + "Turbines are placed where the current is strongest. " * 60
+    )
+    store_path = built_store(tmp_path, {"Harbor_Quest.txt": game, "Tidal_power.txt": tidal})
+    with Store.open(store_path) as store:
+        ids = {d.path.rsplit("/", 1)[-1]: d.doc_id for d in store.list_documents()}
+        quest = Candidate(ids["Harbor_Quest.txt"], "Harbor_Quest.txt", "A puzzle game about boats.", 1.0)
+        power = Candidate(ids["Tidal_power.txt"], "Tidal_power.txt", "Turbines in estuaries.", 0.9)
+        found = Retrieval("fused", chosen=[quest, power], candidates=[quest, power])
+        kept, by_doc, report = grounded(store, "What is the tidal research station in Norway?", found, {}, 3, None)
+    assert power in kept, report
+    # Read where the country is said.
+    assert all("Norway" in r.text for r in by_doc[power.doc_id])

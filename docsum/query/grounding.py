@@ -104,7 +104,14 @@ def grounded(  # noqa: C901 (listed when the check came in: simplify, then drop 
             if covered & group:
                 covered |= group
         cover[cand.doc_id] = covered
+    once = _stated_once(names, pool, known, cover, found.candidates, corpus)
+    for doc_id, stated in once.items():
+        cover[doc_id] |= stated
     full = [c for c in pool if cover[c.doc_id] == set(names)]
+    for c in full:
+        if once.get(c.doc_id):
+            # The answer is read where the name is said.
+            by_doc[c.doc_id] = _passages_naming(by_doc.get(c.doc_id, []), once[c.doc_id])
     kept: list[Candidate]
     if full:
         # The documents about everything named come first; a chosen one that
@@ -124,17 +131,7 @@ def grounded(  # noqa: C901 (listed when the check came in: simplify, then drop 
         note = f"needs {', '.join(names)}; {len(full)} candidate(s) mention all"
     else:
         union = set().union(*cover.values()) if cover else set()
-        stated = (
-            _stating(names, pool, known, cover, [*found.candidates, *_about_lookup(corpus, names)])
-            if union != set(names) or periods
-            else []
-        )
-        if stated:
-            kept = stated[:top_k]
-            for c in kept:
-                by_doc[c.doc_id] = _passages_naming(by_doc.get(c.doc_id, []), set(names) - cover[c.doc_id])
-            note = f"needs {', '.join(names)}; {len(stated)} candidate(s) state them (no document is about them)"
-        elif union != set(names) or periods:
+        if union != set(names) or periods:
             missing = [n for n in names if n not in union]
             why = (
                 f"missing: {', '.join(missing)}"
@@ -236,34 +233,48 @@ def _holds_run(sequence: list[str], wanted: list[str]) -> bool:
     return any(sequence[i : i + n] == wanted for i, key in enumerate(sequence) if key == first)
 
 
-def _stating(
+def _stated_once(
     names: list[str],
     pool: list[Candidate],
     known: dict[str, DocumentKeys],
     cover: dict[str, set[str]],
-    others: list[Candidate],
-) -> list[Candidate]:
-    """The candidates that state every name, in the pool's order, when the
-    names no document is about are stated there at least once.
+    candidates: list[Candidate],
+    corpus: SummaryCorpus | None,
+) -> dict[str, set[str]]:
+    """The names each candidate of `pool` states (once is enough) beyond
+    what it covers, when no document is about them and with them it covers
+    every name.
 
     A long article about many things states most of what it holds once ("the
-    French army liberated Warsaw in 1806" in 6,000 words on the city), and a
-    one-page scan states its date once: that is still stated. A name some
-    document is about (by its file name, title or summary, among the pool and
-    `others`: a company's own filings, a report named for its quarter) is
-    left to that document, so a passing mention in another company's filing
-    never answers for it."""
-    claimed = {n for n in names if any(known[c.doc_id].is_about(n) for c in pool)}
-    for c in others:
+    French army liberated Warsaw in 1806" in 6,000 words on the city; Japan's
+    solar research centre in an article on solar energy), and a one-page scan
+    states its date once: that is still stated. A name some document is
+    named for (its file name, title or summary: among the pool, the
+    retriever's candidates and the store's best summaries for the name; a
+    company's own filings, a report named for its quarter) is left to that
+    document, so a passing mention in another company's filing never answers
+    for it."""
+    stated = {c.doc_id: {n for n in names if n not in cover[c.doc_id] and _states(known[c.doc_id], n)} for c in pool}
+    wanted = set().union(*stated.values()) if stated else set()
+    if not wanted:
+        return {}
+    claimed = {n for n in wanted if any(known[c.doc_id].is_named_for(n) for c in pool)}
+    for c in [*candidates, *_about_lookup(corpus, sorted(wanted - claimed))]:
         keys = document_keys(c.doc_id, c.path, c.summary, "")
-        claimed |= {n for n in names if n not in claimed and keys.is_about(n)}
-    stating: list[Candidate] = []
-    for c in pool:
-        keys = known[c.doc_id]
-        missing = [n for n in names if n not in cover[c.doc_id]]
-        if all(n not in claimed and (keys.body.count(n) or keys.name.has_all(n)) for n in missing):
-            stating.append(c)
-    return stating
+        claimed |= {n for n in wanted if n not in claimed and keys.is_about(n)}
+    # Only where it completes the document's cover: one name stated in passing
+    # beside another document's subject joins no hops ("Orvik is a customer"
+    # in Brenna's report answers nothing about Orvik's 2023).
+    return {
+        doc_id: said
+        for doc_id, said in stated.items()
+        if said and not (said & claimed) and cover[doc_id] | said == set(names)
+    }
+
+
+def _states(keys: DocumentKeys, name: str) -> bool:
+    """The document says `name` at least once (or its file name or title has its words)."""
+    return bool(keys.body.count(name) or keys.name.has_all(name))
 
 
 # Documents whose summaries rank best for a name, read to tell whether some
