@@ -157,9 +157,11 @@ async def collect(name: str, folder: Path, cache: Path, limit: int | None) -> li
     return items
 
 
-def fit(items: list[Item], features: list[int], steps: int = STEPS) -> np.ndarray:
-    """Conditional-logit weights over `features` (indexes), by Adam from zero."""
-    train = [i for i in items if i.answerable and i.gold.any()]
+def fit(items: list[Item], features: list[int], steps: int = STEPS, split: str = "dev") -> np.ndarray:
+    """Conditional-logit weights over `features` (indexes), by Adam from zero,
+    on the development half only (`split`): the held-out half is what the
+    weights are reported on."""
+    train = [i for i in items if i.split == split and i.answerable and i.gold.any()]
     per_corpus = {c: sum(1 for i in train if i.corpus == c) for c in {i.corpus for i in train}}
     w = np.zeros(len(FEATURES))
     mask = np.zeros(len(FEATURES))
