@@ -107,10 +107,10 @@ def test_a_question_that_quotes_a_stored_passage_is_answered_from_it(tmp_path: P
 def test_a_name_one_article_says_often_is_still_stated_once_in_another(tmp_path: Path) -> None:
     # A game's article names the country it was released in several times;
     # an article on tidal power names the same country once, in the sentence
-    # that answers. Neither is named for the country (file name, title,
-    # summary), so saying it often does not make the game's article the only
-    # source: before, grounding kept the game alone and answered with its
-    # release dates.
+    # that answers. Neither is named for the country (file name, title), so
+    # saying it often, or an extractive summary quoting it, does not make the
+    # game's article the only source: before, grounding kept the game alone
+    # and answered with its release dates.
     game = (
         "Harbor Quest\n\n"
         + "Harbor Quest is a puzzle game about boats and lighthouses played on handheld consoles. " * 60
@@ -127,7 +127,7 @@ def test_a_name_one_article_says_often_is_still_stated_once_in_another(tmp_path:
     store_path = built_store(tmp_path, {"Harbor_Quest.txt": game, "Tidal_power.txt": tidal})
     with Store.open(store_path) as store:
         ids = {d.path.rsplit("/", 1)[-1]: d.doc_id for d in store.list_documents()}
-        quest = Candidate(ids["Harbor_Quest.txt"], "Harbor_Quest.txt", "A puzzle game about boats.", 1.0)
+        quest = Candidate(ids["Harbor_Quest.txt"], "Harbor_Quest.txt", "A puzzle game, released in Norway.", 1.0)
         power = Candidate(ids["Tidal_power.txt"], "Tidal_power.txt", "Turbines in estuaries.", 0.9)
         found = Retrieval("fused", chosen=[quest, power], candidates=[quest, power])
         kept, by_doc, report = grounded(store, "What is the tidal research station in Norway?", found, {}, 3, None)

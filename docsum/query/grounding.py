@@ -104,7 +104,7 @@ def grounded(  # noqa: C901 (listed when the check came in: simplify, then drop 
             if covered & group:
                 covered |= group
         cover[cand.doc_id] = covered
-    once = _stated_once(names, pool, known, cover, found.candidates, corpus)
+    once = _stated_once(store, names, pool, known, cover, found.candidates, corpus)
     for doc_id, stated in once.items():
         cover[doc_id] |= stated
     full = [c for c in pool if cover[c.doc_id] == set(names)]
@@ -234,6 +234,7 @@ def _holds_run(sequence: list[str], wanted: list[str]) -> bool:
 
 
 def _stated_once(
+    store: DocumentStore,
     names: list[str],
     pool: list[Candidate],
     known: dict[str, DocumentKeys],
@@ -249,19 +250,22 @@ def _stated_once(
     French army liberated Warsaw in 1806" in 6,000 words on the city; Japan's
     solar research centre in an article on solar energy), and a one-page scan
     states its date once: that is still stated. A name some document is
-    named for (its file name, title or summary: among the pool, the
-    retriever's candidates and the store's best summaries for the name; a
-    company's own filings, a report named for its quarter) is left to that
-    document, so a passing mention in another company's filing never answers
-    for it."""
+    named for, by its file name or title (among the pool, the retriever's
+    candidates and the store's best summaries for the name: a company's own
+    filings, a report named for its quarter), is left to that document, so a
+    passing mention in another company's filing never answers for it. Not by
+    its summary: an extractive summary quotes the names its sentences hold
+    ("French" in a composer's), which says little of what the document is
+    about; nor by how often a long text says it."""
     stated = {c.doc_id: {n for n in names if n not in cover[c.doc_id] and _states(known[c.doc_id], n)} for c in pool}
     wanted = set().union(*stated.values()) if stated else set()
     if not wanted:
         return {}
-    claimed = {n for n in wanted if any(known[c.doc_id].is_named_for(n) for c in pool)}
-    for c in [*candidates, *_about_lookup(corpus, sorted(wanted - claimed))]:
-        keys = document_keys(c.doc_id, c.path, c.summary, "")
-        claimed |= {n for n in wanted if n not in claimed and keys.is_about(n)}
+    claimed = {n for n in wanted if any(known[c.doc_id].name.has_all(n) for c in pool)}
+    others = [*candidates, *_about_lookup(corpus, sorted(wanted - claimed))] if wanted - claimed else []
+    for d in store.get_documents(list(dict.fromkeys(c.doc_id for c in others))):
+        named = TextKeys(f"{d.path} {d.title}")
+        claimed |= {n for n in wanted if n not in claimed and named.has_all(n)}
     # Only where it completes the document's cover: one name stated in passing
     # beside another document's subject joins no hops ("Orvik is a customer"
     # in Brenna's report answers nothing about Orvik's 2023).
