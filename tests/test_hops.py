@@ -397,3 +397,34 @@ def test_a_name_most_candidates_mention_links_no_hop(tmp_path: Path) -> None:
     code, out, err = run("ask", "How tall is Humboldt Peak?", "--store", store)
     assert code in (0, 5), err
     assert "Atwater" not in out and "Dunmore" not in out and "Portland" not in out
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("Berglund's sister Ingrid took his violin back to Uppsala wrapped in what?", "sealskin"),
+        ("How many survivors were there in the town of Kvarby?", "1,200"),
+    ],
+)
+def test_a_plain_question_shaped_like_a_chain_is_answered_where_one_sentence_states_it(
+    tmp_path: Path, question: str, answer: str
+) -> None:
+    # Each question describes its subject ("Berglund's sister Ingrid", "the
+    # town of Kvarby") and so reads as a chain, but one sentence holds what
+    # it asks beside its names. Before: declined ("found no answer"), for no
+    # chain of two documents could be made.
+    life = (
+        "Anders Berglund was a violinist from Lund who toured the courts of the north. "
+        "He wrote four concertos and taught in Copenhagen for a decade. "
+        "After his death his sister Ingrid took his violin back to Uppsala, wrapped in sealskin, in 1851. "
+        "His letters were later sold at auction.\n"
+    )
+    flood = (
+        "The flood of 1904 struck the river valley in April. "
+        "Rescue teams reported only 1,200 survivors from the town of Kvarby, out of about 4,000 people. "
+        "The valley was resettled within ten years.\n"
+    )
+    store = built_store(tmp_path, {"Anders_Berglund.txt": life, "Valley_flood.txt": flood})
+    code, out, err = run("ask", question, "--store", store)
+    assert code == 0, err
+    assert answer in _first_sentence(out), out

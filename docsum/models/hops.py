@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from docsum.lexical import STOPWORDS, terms
 from docsum.models.abstain import TextKeys, is_figure, name_terms, phrase_key, question_names
 from docsum.models.answerrank import is_quotable
+from docsum.models.selection import answer_strength
 
 # A capitalised phrase: "American Psychological Association", "Hank Snow",
 # "Madison, Tennessee" gives two.
@@ -412,7 +413,33 @@ def hop_answer(question: str, texts: list[str], marks: list[int | None], context
         asked <= set(terms(u.text)) and any(TextKeys(u.text).count(n) for n in names) for u in units
     ):
         return None
-    return []
+    # Or one sentence holds most of the question: a plain question that
+    # describes its subject ("the town of Yingxiu") reads as a chain.
+    return None if stated_whole(question, texts) else []
+
+
+# A sentence holding this share of a question's terms answers it where it
+# stands, however the question is shaped: no chain is looked for.
+ANSWERED_SHARE = 0.6
+
+
+def stated_whole(question: str, texts: list[str]) -> bool:
+    """Some unit of `texts` names one of the question's names, holds every
+    word of what a chained question asks (its words before the description,
+    less names: "first president") and ANSWERED_SHARE of all its terms. The
+    journal's own sentence holds most of "Who was the first president of the
+    society which published the Journal of Quiet Studies?" but not what is
+    asked; "The first president of the Society of Quiet Machines Studies was
+    Per Lind" holds that, and names another society."""
+    names = [n for n in question_names(question) if not is_figure(n)]
+    relation = set(terms(asked_before(question) or "")) - name_terms(question)
+    naming = [
+        t
+        for t in texts
+        if (not names or any(TextKeys(t).count(n) for n in names)) and len(held_terms(relation, t)) == len(relation)
+    ]
+    strength = answer_strength(question, naming) if naming else None
+    return strength is not None and strength.coverage >= ANSWERED_SHARE
 
 
 # Questions whose passages are remembered at once: more than the questions

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
+from docsum.layout import answer_units
 from docsum.lexical import STOPWORDS, sentences
 from docsum.models.abstain import (
     DocumentKeys,
@@ -24,7 +25,7 @@ from docsum.models.abstain import (
     question_names,
     subject_names,
 )
-from docsum.models.hops import GENERAL_DOCUMENTS, bridges_in, is_chained
+from docsum.models.hops import GENERAL_DOCUMENTS, bridges_in, is_chained, stated_whole
 from docsum.models.prose import document_kind
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate, Retrieval, SummaryCorpus, documents_about, passes_floor
@@ -154,7 +155,7 @@ def grounded(  # noqa: C901 (listed when the check came in: simplify, then drop 
             ]
             kept = (refills + list(found.chosen))[:top_k]
             note = f"needs {', '.join(names)}; no single document mentions all, together they do"
-    if is_chained(question) and found.retriever in RANKED_RETRIEVERS:
+    if is_chained(question) and found.retriever in RANKED_RETRIEVERS and not _answered_beside(question, kept, by_doc):
         kept, linked = _linked(store, names, kept, found, by_doc, floor, top_k, corpus)
         if linked:
             note += f"; a hop further: {', '.join(c.path for c in linked)}"
@@ -312,6 +313,15 @@ def _kind(candidate: Candidate) -> str | None:
 # Sentences of the full documents read for bridges: the head of a long text
 # names what it is about.
 MAX_BRIDGE_SENTENCES = 400
+
+
+def _answered_beside(question: str, kept: list[Candidate], by_doc: dict[str, list[Any]]) -> bool:
+    """Some sentence of the kept documents states the answer where it stands
+    (docsum.models.hops.stated_whole): a question read as chained may be a
+    plain one that describes its subject ("Chopin's sister Ludwika took his
+    heart back to Warsaw preserved in what?"), and a hop further would only
+    bring in unrelated documents."""
+    return stated_whole(question, [u for c in kept for r in by_doc.get(c.doc_id, []) for u in answer_units(r.text)])
 
 
 # Rounds of following bridges: hop 2's document, then hop 3's.
