@@ -390,20 +390,13 @@ class DocumentKeys:
         writes only in lower case."""
         return 0 if name in self.lower_only else keys.count(name)
 
-    def is_named_for(self, name: str) -> bool:
-        """The document says it is about `name` itself: the words of it in the
-        file name or title, or the phrase (not a figure) in the summary. How
-        often a long text says a name is weaker evidence: an article on a game
-        names the country it was released in six times."""
-        return self.name.has_all(name) or bool(self._said(self.summary, name) and not is_figure(name))
-
     def is_about(self, name: str, fiscal: bool = False) -> bool:
         """The document is about `name`: the words of it in the file name or
         title in any order ("Q3 2023" is in `2023_Q3_MSFT.txt`), the phrase in
         the summary (not for a figure: the summary of a 2023 filing says what
         changed since 2022), or the phrase in the text at least twice and at
         least once every WORDS_PER_MENTION words."""
-        if self.is_named_for(name):
+        if self.name.has_all(name) or (self._said(self.summary, name) and not is_figure(name)):
             return True
         # A name that opens with what the document is about, mentioned
         # whole: Microsoft's filing is about "Microsoft Cloud", Amazon's
