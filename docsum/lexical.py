@@ -142,50 +142,6 @@ def sentences(text: str, initialisms: bool = False) -> list[str]:
     return parts
 
 
-# Capitalised words that name nothing in particular (table headings, dates).
-_GENERIC_NAMES = frozenset(
-    """key names january february march april may june july august september october
-    november december monday tuesday wednesday thursday friday saturday sunday ended
-    months month three six nine twelve net total table item part note notes form act
-    inc page section see the this""".split()
-)
-_NAME = re.compile(r"\b[A-Z][A-Za-z0-9&.-]*[A-Za-z0-9]\b")
-
-
-def key_terms(text: str, limit: int = 12) -> list[str]:
-    """The names a text mentions most: capitalised words that are not sentence
-    openers' stopwords, by frequency. Used to keep a document's identity (its
-    company, place, product names) in an extractive summary."""
-    counts: Counter[str] = Counter()
-    first_seen: dict[str, int] = {}
-    for i, match in enumerate(_NAME.finditer(text)):
-        word = match.group(0).rstrip(".")
-        if (
-            len(word) < 3
-            or word.lower() in STOPWORDS
-            or word.lower() in _GENERIC_NAMES
-            or word.isupper()
-            and len(word) > 6
-        ):
-            continue
-        counts[word] += 1
-        first_seen.setdefault(word, i)
-    ranked = sorted(counts, key=lambda w: (-counts[w], first_seen[w]))
-    return [w for w in ranked if counts[w] > 1][:limit]
-
-
-_DATE = LazyPattern(
-    rf"\b(?:(?:{MONTH_PATTERN})\s+\d{{1,2}},?\s+\d{{4}}|\d{{1,2}}\s+(?:{MONTH_PATTERN})\s+\d{{4}}|(?:{MONTH_PATTERN})\s+\d{{4}})\b"
-)
-
-
-def key_dates(text: str, limit: int = 4) -> list[str]:
-    """The dates a text mentions most often (a report's period, a meeting's
-    day): what tells one quarterly filing or set of minutes from the next."""
-    counts: Counter[str] = Counter(" ".join(m.group(0).replace(",", "").split()) for m in _DATE.finditer(text))
-    return [d for d, c in counts.most_common(limit) if c > 1]
-
-
 def _bucket(term: str) -> int:
     # Counts stay non-negative (no sign hashing) so bucket document frequencies
     # are meaningful for the IDF weights.

@@ -372,11 +372,6 @@ def _weights(q: set[str], bags: list[set[str]]) -> dict[str, float]:
     return {t: v / total for t, v in raw.items()}
 
 
-def question_terms_outside_names(question: str) -> set[str]:
-    """The question's content words that are not its names: what it asks."""
-    return set(terms(question)) - name_terms(question)
-
-
 def hop_answer(question: str, texts: list[str], marks: list[int | None], context: str) -> list[int] | None:
     """For a question shaped like a chain (`is_chained`): the positions of the
     sentences to answer with, the last hop first (it holds what is asked; the
