@@ -189,7 +189,7 @@ def _joined(lines: list[str]) -> str:
     return out
 
 
-def answer_units(text: str, rows: bool = True) -> list[str]:  # noqa: C901 (listed when the check came in: simplify, then drop this)
+def answer_units(text: str, rows: bool = True) -> list[str]:
     """The quotable units of a passage in order: whole sentences of its prose
     and (with `rows`) its table rows as quotes; headings and noise left out."""
     lines = text.split("\n")
@@ -197,17 +197,7 @@ def answer_units(text: str, rows: bool = True) -> list[str]:  # noqa: C901 (list
     paragraph: list[str] = []
 
     def close() -> None:
-        if not paragraph:
-            return
-        found: list[str] = []
-        for sentence in sentences(_joined(paragraph) if rows else " ".join(paragraph), initialisms=rows):
-            if found and sentence[:1].islower():
-                found[-1] = f"{found[-1]} {sentence}"  # split after an abbreviation ("non-U.S. subsidiaries")
-            else:
-                found.append(sentence)
-        if rows:  # a footnote's mark opens no answer ("(1) On April 28, 2022, the Board …")
-            found = [_FOOTNOTE_MARK.sub("", f) for f in found]
-        units.extend(found)
+        units.extend(_paragraph_sentences(paragraph, rows))
         paragraph.clear()
 
     under_heading = False
@@ -244,29 +234,47 @@ def answer_units(text: str, rows: bool = True) -> list[str]:  # noqa: C901 (list
         if not paragraph and not bullet and _is_heading(line, previous, following):
             under_heading = rows
             continue
-        # A run-in heading, or one right under a table's last row ("Total $
-        # 14,726" / "Contingencies" / "The Company is subject to …"), or a
-        # row of figures alone ("2026 6,554": a maturity table in PDF text,
-        # which had read "… as follows (in millions): 2026 6,554 2027 348").
-        # Summaries keep these in their prose: their words find the
-        # document (SEC recall@3 0.765 -> 0.712 without the headings).
-        if rows and (
-            _is_run_in_heading(line, previous, following)
-            or _heading_under_row(line, previous, following)
-            or _figures_only(line)
-        ):
-            close()
-            continue
-        if line.endswith(":") and len(line.split()) <= MAX_HEADING_WORDS and is_row(following):
-            close()  # a group of rows' heading ("Cost of revenue:")
-            continue
-        # A line of cells without figures (column headings) is no sentence.
-        # For answers a line of two cells is one too ("Total Number of
-        # Approximate Dollar" ran into the sentence above); summaries keep
-        # the rule they were built with, so stores need no re-summarizing.
-        if len(re.split(r"\t|\s{3,}", line)) > (1 if rows else 2):
+        if _is_no_prose(line, previous, following, rows):
             close()
             continue
         paragraph.append(line)
     close()
     return units
+
+
+def _paragraph_sentences(paragraph: list[str], rows: bool) -> list[str]:
+    """A paragraph's lines as whole sentences."""
+    if not paragraph:
+        return []
+    found: list[str] = []
+    for sentence in sentences(_joined(paragraph) if rows else " ".join(paragraph), initialisms=rows):
+        if found and sentence[:1].islower():
+            found[-1] = f"{found[-1]} {sentence}"  # split after an abbreviation ("non-U.S. subsidiaries")
+        else:
+            found.append(sentence)
+    if rows:  # a footnote's mark opens no answer ("(1) On April 28, 2022, the Board …")
+        found = [_FOOTNOTE_MARK.sub("", f) for f in found]
+    return found
+
+
+def _is_no_prose(line: str, previous: str, following: str, rows: bool) -> bool:
+    """A line that ends the paragraph above and joins none."""
+    # A run-in heading, or one right under a table's last row ("Total $
+    # 14,726" / "Contingencies" / "The Company is subject to …"), or a
+    # row of figures alone ("2026 6,554": a maturity table in PDF text,
+    # which had read "… as follows (in millions): 2026 6,554 2027 348").
+    # Summaries keep these in their prose: their words find the
+    # document (SEC recall@3 0.765 -> 0.712 without the headings).
+    if rows and (
+        _is_run_in_heading(line, previous, following)
+        or _heading_under_row(line, previous, following)
+        or _figures_only(line)
+    ):
+        return True
+    if line.endswith(":") and len(line.split()) <= MAX_HEADING_WORDS and is_row(following):
+        return True  # a group of rows' heading ("Cost of revenue:")
+    # A line of cells without figures (column headings) is no sentence.
+    # For answers a line of two cells is one too ("Total Number of
+    # Approximate Dollar" ran into the sentence above); summaries keep
+    # the rule they were built with, so stores need no re-summarizing.
+    return len(re.split(r"\t|\s{3,}", line)) > (1 if rows else 2)

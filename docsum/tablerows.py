@@ -210,44 +210,15 @@ def _named_twice(values: list[str], headings: list[str]) -> bool:
     return False
 
 
-def row_quote(lines: list[str], at: int) -> str | None:  # noqa: C901 (listed when the check came in: simplify, then drop this)
+def row_quote(lines: list[str], at: int) -> str | None:
     """The row at `lines[at]` as a sentence with its headings and unit, or
     None when the line is no table row."""
-    row = parse_row(lines[at])
-    if row is None or all(YEAR.match(v) for v in row.values) and ENDED.search(row.label):
-        # A heading ("Three Months Ended September 30,   2023   2022") is
-        # read as a row (summaries leave it out so) but quoted as none.
+    labelled = _row_label(lines, at)
+    if labelled is None:
         return None
-    label, values = _label_and_values(lines[at], row)
-    # A footnote mark ("Total net sales (4)", "Other liabilities (b)") is no part of it.
-    label = _LABEL_FOOTNOTES.sub("", _wrapped(lines, at, label))
-    if re.match(r"[a-z]+\b", label):
-        return None  # "from Q2 2022 $0.15 or 54% from Q2", "to Intel": a fragment, no row's label
-    if label.count("(") > label.count(")") and values[0].endswith(")") and "(" not in values[0]:
-        return None  # "Contingencies (Note 13)": the figure closes the label
-    while values and YEAR.match(values[0]) and _LABEL_GOES_ON.search(label):
-        # "Outstanding as of December 31,   2021   279.9": the year ends the
-        # label ("… September 30, 2022 and 2021   3" ends a contents line's).
-        label = f"{label} {values.pop(0)}"
-    if not values or len(values) == 1 and re.fullmatch(r"\d{1,3}", values[0]):
-        return None  # a title and its page number: a table of contents line
-    while len(values) > 1 and _FOOTNOTE.match(values[0]):
-        values = values[1:]  # "Total net sales (4)   $ 82,959 …": the label's footnote, no figure
+    label, values = labelled
     headings, unit = column_headings(lines, at, len(values))
-    if SKIPPED in headings and any(
-        h == SKIPPED and not (v.endswith("%") or v in DASHES) for v, h in zip(values, headings)
-    ):
-        # Only a share of each period's figure ("% of Net Revenue") is left
-        # out; columns of their own ("Level 1   Level 2   Total") under a
-        # period cannot be told apart by the period alone.
-        headings = []
-    if SKIPPED in headings:
-        kept = [i for i, h in enumerate(headings) if h != SKIPPED]
-        values, headings = [values[i] for i in kept], [headings[i] for i in kept]
-    if "" in headings:
-        # The columns after a group's years ("% Change") end its first group.
-        end = headings.index("")
-        values, headings = values[:end], headings[:end]
+    values, headings = _placed_columns(values, headings)
     group = _share_of(lines, at) if label.startswith("%") else _group_above(lines, at)
     if group and group.lower() not in label.lower():
         label = f"{label} ({group})"
@@ -273,6 +244,52 @@ def row_quote(lines: list[str], at: int) -> str | None:  # noqa: C901 (listed wh
             # twelve times over: which figure is which period, no reader can tell.
             return None
     return f"{label}: {'; '.join(parts)}."
+
+
+def _row_label(lines: list[str], at: int) -> tuple[str, list[str]] | None:
+    """The row's label (wrapped lines joined, footnote marks gone) and its
+    figures, or None when the line is a heading, a fragment or a contents line."""
+    row = parse_row(lines[at])
+    if row is None or all(YEAR.match(v) for v in row.values) and ENDED.search(row.label):
+        # A heading ("Three Months Ended September 30,   2023   2022") is
+        # read as a row (summaries leave it out so) but quoted as none.
+        return None
+    label, values = _label_and_values(lines[at], row)
+    # A footnote mark ("Total net sales (4)", "Other liabilities (b)") is no part of it.
+    label = _LABEL_FOOTNOTES.sub("", _wrapped(lines, at, label))
+    if re.match(r"[a-z]+\b", label):
+        return None  # "from Q2 2022 $0.15 or 54% from Q2", "to Intel": a fragment, no row's label
+    if label.count("(") > label.count(")") and values[0].endswith(")") and "(" not in values[0]:
+        return None  # "Contingencies (Note 13)": the figure closes the label
+    while values and YEAR.match(values[0]) and _LABEL_GOES_ON.search(label):
+        # "Outstanding as of December 31,   2021   279.9": the year ends the
+        # label ("… September 30, 2022 and 2021   3" ends a contents line's).
+        label = f"{label} {values.pop(0)}"
+    if not values or len(values) == 1 and re.fullmatch(r"\d{1,3}", values[0]):
+        return None  # a title and its page number: a table of contents line
+    while len(values) > 1 and _FOOTNOTE.match(values[0]):
+        values = values[1:]  # "Total net sales (4)   $ 82,959 …": the label's footnote, no figure
+    return label, values
+
+
+def _placed_columns(values: list[str], headings: list[str]) -> tuple[list[str], list[str]]:
+    """A row's figures and their headings, without the columns that hold no
+    period's figure."""
+    if SKIPPED in headings and any(
+        h == SKIPPED and not (v.endswith("%") or v in DASHES) for v, h in zip(values, headings)
+    ):
+        # Only a share of each period's figure ("% of Net Revenue") is left
+        # out; columns of their own ("Level 1   Level 2   Total") under a
+        # period cannot be told apart by the period alone.
+        headings = []
+    if SKIPPED in headings:
+        kept = [i for i, h in enumerate(headings) if h != SKIPPED]
+        values, headings = [values[i] for i in kept], [headings[i] for i in kept]
+    if "" in headings:
+        # The columns after a group's years ("% Change") end its first group.
+        end = headings.index("")
+        values, headings = values[:end], headings[:end]
+    return values, headings
 
 
 # Months, spelt out and abbreviated ("Sep 30, 2023" in Intel's tables).

@@ -365,8 +365,9 @@ class _Run:
         self.steps += steps
         return nodes
 
-    async def _synthesize(self, nodes: list[NodeWithScore], retriever: str) -> AskResult:
-        options, llm, question, synth, store = self.options, self.llm, self.question, self.synth, self.store
+    def _planned(self, nodes: list[NodeWithScore]) -> tuple[AnswerPlan, bool]:
+        """The answer's plan, said on stderr, and whether a polish call follows."""
+        options, llm, question, synth = self.options, self.llm, self.question, self.synth
         tokens = sum(n.node.token_count or llm.metadata.tokenizer.count(n.node.text) for n in nodes)
         planned = synth.plan(question, synth.passages(nodes), **options.variables)
         # no_text and context_only make no call, so there is nothing to polish.
@@ -384,12 +385,14 @@ class _Run:
             f"plan: {plan.documents} document(s) → {plan.nodes} node(s) → {tokens} tokens → "
             f"{answer_by} in {options.label} mode"
         )
-        answer_step = f"answer ({options.label})"
-        response: Response = await _in_step(answer_step, synth.asynthesize(question, nodes, **options.variables))
-        records = store.get_documents(list(dict.fromkeys(n.node.doc_id for n in response.source_nodes)))
+        return plan, polishing
+
+    def _sources(self, response: Response) -> tuple[list[Source], dict[str, str], dict[str, str]]:
+        """The answer's sources, with their documents' roots and display names."""
+        records = self.store.get_documents(list(dict.fromkeys(n.node.doc_id for n in response.source_nodes)))
         roots = {d.doc_id: d.root for d in records}
         origins = {d.doc_id: d.page_origins for d in records}
-        shared = {d.path for d in records if len(store.find_documents(d.path)) > 1}
+        shared = {d.path for d in records if len(self.store.find_documents(d.path)) > 1}
         sources = [
             Source(
                 n.node.doc_id,
@@ -402,6 +405,14 @@ class _Run:
             )
             for n in response.source_nodes
         ]
+        return sources, roots, display_names([(d.doc_id, d.root, d.path) for d in records], shared)
+
+    async def _synthesize(self, nodes: list[NodeWithScore], retriever: str) -> AskResult:
+        options, llm, question = self.options, self.llm, self.question
+        plan, polishing = self._planned(nodes)
+        answer_step = f"answer ({options.label})"
+        response: Response = await _in_step(answer_step, self.synth.asynthesize(question, nodes, **options.variables))
+        sources, roots, names = self._sources(response)
         result = AskResult(
             question,
             response.response,
@@ -413,14 +424,14 @@ class _Run:
             plan=plan,
             **self._partial(),
         )
-        result.roots, result.names = roots, display_names([(d.doc_id, d.root, d.path) for d in records], shared)
+        result.roots, result.names = roots, names
         if response.status is ResponseStatus.NOT_SATISFIED:
             return result.abstain(response.reason)
         if response.status is not ResponseStatus.OK:
             return result
         if response.stream is None and says_cannot_answer(result.answer):
             return result.abstain("the answer step found no answer in the passages")
-        if synth.numbered_passages:
+        if self.synth.numbered_passages:
             result.passages = list(response.source_nodes)
         if response.stream is not None:
             # Declines and markers are checked once the stream has been read
