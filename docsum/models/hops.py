@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from docsum.lexical import STOPWORDS, terms
@@ -219,7 +220,41 @@ def asked_before(question: str) -> str | None:
     return None
 
 
-def chain(question: str, units: list[Unit]) -> Chain | None:  # noqa: C901 (listed when the check came in: simplify, then drop this)
+@dataclass
+class _Reading:
+    """The context's units as chains are grown from them."""
+
+    units: list[Unit]
+    question_terms: set[str]
+    bags: list[set[str]]
+    keys: list[TextKeys]
+    titles: dict[str, TextKeys]
+    quotable: list[bool]
+    own: set[str]
+
+    def extensions(
+        self, hops: tuple[int, ...], covered: frozenset[str]
+    ) -> Iterator[tuple[tuple[int, ...], frozenset[str], bool]]:
+        """Each next hop of a chain: a quotable sentence of another document
+        that names one of the last hop's bridges or belongs to a document
+        about one, and holds question words the chain does not. With it, the
+        words held, and whether it names the bridge."""
+        bridges = [b for b in bridges_in(self.units[hops[-1]].text) if b not in self.own]
+        if not bridges:
+            return
+        seen_docs = {self.units[h].doc for h in hops}
+        for j, unit in enumerate(self.units):
+            if unit.doc in seen_docs or not self.quotable[j]:
+                continue
+            new = (self.question_terms & self.bags[j]) - covered
+            if not new:
+                continue
+            named = any(self.keys[j].count(b) for b in bridges)
+            if named or any(self.titles[unit.doc].has_all(b) for b in bridges):
+                yield (*hops, j), covered | new, named
+
+
+def chain(question: str, units: list[Unit]) -> Chain | None:
     """The best chain of sentences answering `question`: hop 1 names one of
     the question's names and a bridge (a capitalised phrase that is none of
     them); each next hop is in another document and names the bridge or
@@ -235,16 +270,16 @@ def chain(question: str, units: list[Unit]) -> Chain | None:  # noqa: C901 (list
     weight = _weights(q, bags)
     keys = [TextKeys(u.text) for u in units]
     titles = _titles(units)
+    quotable = [is_quotable(u.text) for u in units]
+    reading = _Reading(units, q, bags, keys, titles, quotable, set(names) | _general(units, keys))
     # Hop 1: a sentence naming one of the question's names, or any sentence
     # of a document about one ("She married Louis Armstrong" in
     # Lil_Hardin_Armstrong.txt).
-    quotable = [is_quotable(u.text) for u in units]
     first = [
         i
         for i, k in enumerate(keys)
         if quotable[i] and any(k.count(n) or titles[units[i].doc].has_all(n) for n in names)
     ]
-    own = set(names) | _general(units, keys)
     best: Chain | None = None
     best_rank = 0.0
     frontier: list[tuple[tuple[int, ...], frozenset[str]]] = [((i,), frozenset(q & bags[i])) for i in first]
@@ -252,22 +287,8 @@ def chain(question: str, units: list[Unit]) -> Chain | None:  # noqa: C901 (list
     for _ in range(MAX_HOPS - 1):
         nxt: list[tuple[tuple[int, ...], frozenset[str]]] = []
         for hops, covered in frontier:
-            last = hops[-1]
-            bridges = [b for b in bridges_in(units[last].text) if b not in own]
-            if not bridges:
-                continue
-            seen_docs = {units[h].doc for h in hops}
-            for j, unit in enumerate(units):
-                if unit.doc in seen_docs or not quotable[j]:
-                    continue
-                new = (q & bags[j]) - covered
-                if not new:
-                    continue
-                named = any(keys[j].count(b) for b in bridges)
-                if not named and not any(titles[unit.doc].has_all(b) for b in bridges):
-                    continue
+            for path, held, named in reading.extensions(hops, covered):
                 grown += 1
-                path, held = (*hops, j), covered | new
                 # A sentence that names the bridge beats one that only sits
                 # in a document about it, other things equal.
                 cov = sum(weight[t] for t in held)
