@@ -19,7 +19,7 @@ import functools
 import re
 import unicodedata
 from collections import Counter, OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from docsum.lazyre import LazyPattern
 from docsum.lexical import LEXICAL_EMBED_MODEL, MONTH_PATTERN, STOPWORDS, terms
@@ -177,66 +177,75 @@ def subject_names(question: str) -> set[str]:
     return _names_of(question)[1]
 
 
-def _names_of(question: str) -> tuple[list[str], set[str]]:  # noqa: C901 (listed when the check came in: simplify, then drop this)
+@dataclass
+class _NameRun:
+    """The names of a question as its words are read: a run of capitalised
+    words is one name, closed by any other word."""
+
+    question: str
+    out: list[str] = field(default_factory=list)
+    owners: set[str] = field(default_factory=set)
+    run: list[str] = field(default_factory=list)
+    start: int = 0
+    owns: bool = False
+
+    def add(self, key: str, at: int, owned: bool) -> None:
+        if not self.run:
+            self.start = at
+        self.run.append(key)
+        self.owns = owned
+
+    def close(self) -> None:
+        owns, self.owns = self.owns, False
+        if not self.run:
+            return
+        lone_initial = len(self.run) == 1 and len(self.run[0]) < 2
+        opens_sentence = len(self.run) == 1 and bool(_SENTENCE_START.search(self.question[: self.start]))
+        if not lone_initial and not opens_sentence:
+            name = " ".join(self.run)
+            if name not in self.out:
+                self.out.append(name)
+            if owns:
+                self.owners.add(name)
+        self.run.clear()
+
+
+def _names_of(question: str) -> tuple[list[str], set[str]]:
     """`question_names` and, of them, `subject_names`."""
     question = quarters_as_codes(question)
-    out: list[str] = []
-    owners: set[str] = set()
-    run: list[str] = []
-    run_start = 0
+    names = _NameRun(question)
     last_end = -1
-    run_owns = False
-
-    def close() -> None:
-        nonlocal run_owns
-        owns, run_owns = run_owns, False
-        if not run:
-            return
-        lone_initial = len(run) == 1 and len(run[0]) < 2
-        opens_sentence = len(run) == 1 and bool(_SENTENCE_START.search(question[:run_start]))
-        if not lone_initial and not opens_sentence:
-            name = " ".join(run)
-            if name not in out:
-                out.append(name)
-            if owns:
-                owners.add(name)
-        run.clear()
-
     possessive = False
     figure_at = -2  # where the last figure ended
     for match in _TOKEN.finditer(question):
         word = re.sub(r"['’]s$", "", match.group(0))
         gap = question[last_end : match.start()] if last_end >= 0 else ""
         if possessive:
-            close()  # "Apple's Services": two names, not one
+            names.close()  # "Apple's Services": two names, not one
         possessive = word != match.group(0)
         if any(c.isdigit() for c in word):
-            close()
+            names.close()
             if len(word) >= 2 or word.isdigit():
-                key = _key(word)
-                if (
-                    figure_at == last_end
-                    and re.fullmatch(r"[ \t]+", gap)
-                    and out
-                    and _PERIOD.match(out[-1].split(" ")[-1])
-                    and _PERIOD.match(key)
-                ):
-                    out[-1] = f"{out[-1]} {key}"  # "Q3 2023" is one period, not "Q3" and "2023"
-                elif key not in out:
-                    out.append(key)
+                _add_figure(names.out, _key(word), figure_at == last_end and bool(re.fullmatch(r"[ \t]+", gap)))
                 figure_at = match.end()
         elif word[:1].isupper() and word.lower() not in _NOT_NAMES and word.lower() not in STOPWORDS:
-            if run and not re.fullmatch(r"[\s.\-]*", gap):
-                close()
-            if not run:
-                run_start = match.start()
-            run.append(_key(word))
-            run_owns = possessive
+            if names.run and not re.fullmatch(r"[\s.\-]*", gap):
+                names.close()
+            names.add(_key(word), match.start(), possessive)
         else:
-            close()
+            names.close()
         last_end = match.end()
-    close()
-    return _dates_whole(question, out), owners  # `question` with its dates month first
+    names.close()
+    return _dates_whole(question, names.out), names.owners  # `question` with its dates month first
+
+
+def _add_figure(out: list[str], key: str, adjacent: bool) -> None:
+    """A figure of the question as a name: one right after a period joins
+    it ("Q3 2023" is one period, not "Q3" and "2023")."""
+    if adjacent and out and _PERIOD.match(out[-1].split(" ")[-1]) and _PERIOD.match(key):
+        out[-1] = f"{out[-1]} {key}"
+    elif key not in out:
+        out.append(key)
 
 
 # "July 1, 2023" (or "1 July 2023", see quarters_as_codes): one name, not a
