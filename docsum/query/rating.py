@@ -194,45 +194,42 @@ def _parse_json_choices(answer: str) -> list[tuple[int, float | None]] | None:
     return None
 
 
-def _choices_from_json(data: object) -> list[tuple[int, float | None]] | None:  # noqa: C901 (listed when the check came in: simplify, then drop this)
+def _choices_from_json(data: object) -> list[tuple[int, float | None]] | None:
     if isinstance(data, dict):
         lowered = {str(k).lower(): v for k, v in data.items()}
-        for key in _CHOICE_KEYS:
-            if isinstance(lowered.get(key), list):
-                data = lowered[key]
-                break
+        listed = next((lowered[key] for key in _CHOICE_KEYS if isinstance(lowered.get(key), list)), None)
+        if listed is not None:
+            data = listed
+        elif data and all(str(k).strip().isdecimal() for k in data):  # isdigit() would admit "²"
+            return [(_number(str(k)), _clean_score(v)) for k, v in data.items()]
+        elif any(k in lowered for k in ("doc", "document", "id", "doc_id", "number")):
+            data = [data]
         else:
-            if data and all(str(k).strip().isdecimal() for k in data):  # isdigit() would admit "²"
-                return [(_number(str(k)), _clean_score(v)) for k, v in data.items()]
-            if any(k in lowered for k in ("doc", "document", "id", "doc_id", "number")):
-                data = [data]
-            else:
-                return None
+            return None
     if not isinstance(data, list):
         return None
     out: list[tuple[int, float | None]] = []
     for item in data:
-        doc: int | None
-        rel: float | None = None
-        if isinstance(item, dict):
-            lowered = {str(k).lower(): v for k, v in item.items()}
-            raw_doc = next(
-                (lowered[k] for k in ("doc", "document", "doc_id", "id", "number", "index", "passage") if k in lowered),
-                None,
-            )
-            raw_rel = next(
-                (lowered[k] for k in ("relevance", "score", "relevance_score", "rating") if k in lowered), None
-            )
-            doc = _as_doc_number(raw_doc)
-            rel = _clean_score(raw_rel) if raw_rel is not None else None
-        elif isinstance(item, list) and item:
-            doc = _as_doc_number(item[0])
-            rel = _clean_score(item[1]) if len(item) > 1 else None
-        else:
-            doc = _as_doc_number(item)
+        doc, rel = _choice_of(item)
         if doc is not None:
             out.append((doc, rel))
     return out
+
+
+def _choice_of(item: object) -> tuple[int | None, float | None]:
+    """One choice of a JSON reply: an object with a document and a relevance,
+    a [document, relevance] pair, or a bare document number."""
+    if isinstance(item, dict):
+        lowered = {str(k).lower(): v for k, v in item.items()}
+        raw_doc = next(
+            (lowered[k] for k in ("doc", "document", "doc_id", "id", "number", "index", "passage") if k in lowered),
+            None,
+        )
+        raw_rel = next((lowered[k] for k in ("relevance", "score", "relevance_score", "rating") if k in lowered), None)
+        return _as_doc_number(raw_doc), _clean_score(raw_rel) if raw_rel is not None else None
+    if isinstance(item, list) and item:
+        return _as_doc_number(item[0]), _clean_score(item[1]) if len(item) > 1 else None
+    return _as_doc_number(item), None
 
 
 def _score_in(segment: str) -> float | None:
