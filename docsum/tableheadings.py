@@ -237,27 +237,12 @@ MAX_STACKED_LINES = 10
 _CHANGE_HEADING = re.compile(r"^(?:%\s*change|percent(?:age)?(?:\s+change)?|change)$", re.IGNORECASE)
 
 
-def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:  # noqa: C901 (listed when the check came in: simplify, then drop this)
+def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:
     """Year columns under their headings: group headings ("Three Months
     Ended" / "December 31," over "2022 2021 2022 2021"), or a line of one
     date a column ("July 1,   June 25,   July 1,   June 25,") under a line of
     groups ("Three Months Ended   Nine Months Ended")."""
-    above: list[str] = []
-    side_by_side: list[str] = []
-    for back in range(at - 1, max(-1, at - MAX_STACKED_LINES), -1):
-        line = " ".join(lines[back].split())
-        if _CHANGE_HEADING.match(line):
-            continue  # "Percentage" / "Change" of a change column, between the groups in PDF text
-        if not line or not GROUP.search(line) or is_prose(line):
-            break  # a sentence ("… for the twelve months ended September 30, 2021 and 2022 (in millions):") is no heading
-        cells = line_cells(lines[back])
-        if len(cells) > 1:
-            # Groups side by side ("Three Months Ended   Nine Months Ended"),
-            # each over the lines collected below them.
-            if all(ENDED.search(c) for c in cells):
-                side_by_side = cells
-            break
-        above.insert(0, line)
+    above, side_by_side = _group_lines(lines, at)
     if not above and not side_by_side:
         return _under_cells(lines, at, years)
     groups: list[str] = []
@@ -273,6 +258,25 @@ def _with_groups(lines: list[str], at: int, years: list[str]) -> list[str]:  # n
         per = len(years) // len(groups)
         return [f"{groups[i // per]}, {y}" if i % per == 0 else y for i, y in enumerate(years)]
     return years
+
+
+def _group_lines(lines: list[str], at: int) -> tuple[list[str], list[str]]:
+    """The one-cell group heading lines over the row at `at`, top first, and
+    the groups written side by side on the line above them, if any."""
+    above: list[str] = []
+    for back in range(at - 1, max(-1, at - MAX_STACKED_LINES), -1):
+        line = " ".join(lines[back].split())
+        if _CHANGE_HEADING.match(line):
+            continue  # "Percentage" / "Change" of a change column, between the groups in PDF text
+        if not line or not GROUP.search(line) or is_prose(line):
+            break  # a sentence ("… for the twelve months ended September 30, 2021 and 2022 (in millions):") is no heading
+        cells = line_cells(lines[back])
+        if len(cells) > 1:
+            # Groups side by side ("Three Months Ended   Nine Months Ended"),
+            # each over the lines collected below them.
+            return above, cells if all(ENDED.search(c) for c in cells) else []
+        above.insert(0, line)
+    return above, []
 
 
 def _under_cells(lines: list[str], at: int, years: list[str]) -> list[str]:
