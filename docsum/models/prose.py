@@ -195,7 +195,7 @@ def _is_label_line(line: str, most_words: int = MAX_LABEL_WORDS) -> bool:
     return len(words) <= most_words or (figures >= 2 and figures / len(words) >= MIN_ROW_FIGURE_SHARE)
 
 
-def without_figures_and_tables(text: str) -> str:  # noqa: C901 (listed when the check came in: simplify, then drop this)
+def without_figures_and_tables(text: str) -> str:
     """`text` without its figure and table runs, captions, running headers,
     numbered section headings and bibliography, for summary sentence
     selection: each caption to the end of its sentence with the label lines
@@ -216,28 +216,42 @@ def without_figures_and_tables(text: str) -> str:  # noqa: C901 (listed when the
             break
         if _NUMBERED_HEADING.match(line) and len(line.split()) <= MAX_LABEL_WORDS and not _SENTENCE_DONE.search(line):
             drop[i] = True
-        if not _CAPTION.match(line):
-            continue
-        end = i
-        while end < min(len(lines), i + MAX_CAPTION_LINES) - 1 and not _SENTENCE_DONE.search(lines[end]):
-            end += 1
-        # The figure's labels above it; a table's rows above or below it.
-        start = i
-        while start > 0 and lines[start - 1].strip() and _is_label_line(lines[start - 1]):
-            start -= 1
-        while end + 1 < len(lines) and lines[end + 1].strip() and _is_label_line(lines[end + 1]):
-            end += 1
-        drop[start : end + 1] = [True] * (end + 1 - start)
+        if _CAPTION.match(line):
+            start, end = _caption_span(lines, i)
+            drop[start : end + 1] = [True] * (end + 1 - start)
+    for j in _label_runs(lines):
+        drop[j] = True
+    return "\n".join(line for line, dropped in zip(lines, drop) if not dropped)
+
+
+def _caption_span(lines: list[str], at: int) -> tuple[int, int]:
+    """The first and last line of the caption at `lines[at]`: to the end of
+    its sentence, with the figure's labels above it and a table's rows above
+    or below it."""
+    end = at
+    while end < min(len(lines), at + MAX_CAPTION_LINES) - 1 and not _SENTENCE_DONE.search(lines[end]):
+        end += 1
+    start = at
+    while start > 0 and lines[start - 1].strip() and _is_label_line(lines[start - 1]):
+        start -= 1
+    while end + 1 < len(lines) and lines[end + 1].strip() and _is_label_line(lines[end + 1]):
+        end += 1
+    return start, end
+
+
+def _label_runs(lines: list[str]) -> list[int]:
+    """The lines in runs of MIN_LABEL_RUN or more very short or figure-heavy
+    lines: a figure's labels or a table's cells."""
+    found: list[int] = []
     run: list[int] = []
     for i, line in enumerate(lines + [""]):
         if i < len(lines) and line.strip() and _is_label_line(line, MAX_RUN_LABEL_WORDS):
             run.append(i)
             continue
         if len(run) >= MIN_LABEL_RUN:
-            for j in run:
-                drop[j] = True
+            found.extend(run)
         run = []
-    return "\n".join(line for line, dropped in zip(lines, drop) if not dropped)
+    return found
 
 
 def is_reference(sentence: str) -> bool:
