@@ -70,7 +70,7 @@ def grounded(
         return _settled(found, quoting, by_doc, f"the question quotes {', '.join(c.path for c in quoting)}")
     pool = _grounding_pool(store, found, by_doc, top_k, floor)
     titles = {d.doc_id: f"{d.path} {d.title}" for d in store.get_documents([c.doc_id for c in pool])}
-    known = {c.doc_id: _keys_of(c, titles, by_doc) for c in pool}
+    known = {c.doc_id: _keys_of(c, titles, by_doc) for c in pool}  # read once: the hop checks read them again
     cover = _coverage(question, names, pool, known)
     once = _stated_once(store, names, pool, known, cover, found.candidates, corpus)
     for doc_id, stated in once.items():
