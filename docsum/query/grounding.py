@@ -23,15 +23,20 @@ from docsum.models.abstain import (
     subject_names,
 )
 from docsum.models.hops import is_chained
-from docsum.query.linking import answered_beside, bridged, file_key, kind_of, linked
+from docsum.query.linking import (
+    GROUNDING_LOOKAHEAD,
+    answered_beside,
+    bridged,
+    file_key,
+    kind_of,
+    linked,
+    read_nodes,
+)
 from docsum.query.postprocess import StepReport
 from docsum.query.retrieve import Candidate, Retrieval, SummaryCorpus, documents_about, passes_floor
 from docsum.store.base import DocumentStore
 
 _FISCAL = re.compile(r"\bfiscal\b|\bFY\s?\d", re.IGNORECASE)
-# How many further candidates (times --top-k) grounding may look at to
-# replace chosen documents that cannot hold the answer.
-GROUNDING_LOOKAHEAD = 3
 # Retrievers whose unchosen candidates are ranked by a score the floor can
 # judge (LLM choice ranks only what it picked).
 RANKED_RETRIEVERS = ("fused", "bm25", "embedding")
@@ -109,9 +114,7 @@ def _grounding_pool(
         chosen_ids = {c.doc_id for c in pool}
         further = [c for c in found.candidates if c.doc_id not in chosen_ids and passes_floor(c, floor)]
         pool += further[: GROUNDING_LOOKAHEAD * top_k]
-    need = [c.doc_id for c in pool if c.doc_id not in by_doc]
-    if need:
-        by_doc.update(store.nodes_for(need))
+    read_nodes(store, by_doc, [c.doc_id for c in pool])
     return pool
 
 
@@ -203,9 +206,7 @@ def _quoting(
     if len(wanted) < QUOTE_MIN_WORDS:
         return []
     pool = [*found.chosen, *(c for c in found.candidates if c not in found.chosen)][: (GROUNDING_LOOKAHEAD + 1) * top_k]
-    need = [c.doc_id for c in pool if c.doc_id not in by_doc]
-    if need:
-        by_doc.update(store.nodes_for(need))
+    read_nodes(store, by_doc, [c.doc_id for c in pool])
     quoting = []
     for cand in pool:
         if any(_holds_run(TextKeys(r.text).sequence, wanted) for r in by_doc.get(cand.doc_id, [])):

@@ -21,8 +21,10 @@ from docsum.models.prose import document_kind
 from docsum.query.retrieve import Candidate, Retrieval, SummaryCorpus, documents_about, passes_floor
 from docsum.store.base import DocumentStore
 
-# How many further candidates (times --top-k) are read for the bridges they mention.
-LINK_LOOKAHEAD = 3
+# How many further candidates (times --top-k) grounding may read beyond the
+# retriever's choice: to replace chosen documents that cannot hold the
+# answer, to find a quoted passage, and for the bridges they mention.
+GROUNDING_LOOKAHEAD = 3
 # Rounds of following bridges: hop 2's document, then hop 3's.
 MAX_LINK_ROUNDS = 2
 # Bridges looked up in the whole store, in the order the sentences name them.
@@ -34,6 +36,13 @@ LOOKUP_DEPTH = 3
 MAX_BRIDGE_SENTENCES = 400
 # Sentences of a hop's document read for its bridges.
 MAX_HOP_SENTENCES = 60
+
+
+def read_nodes(store: DocumentStore, by_doc: dict[str, list[Any]], doc_ids: list[str]) -> None:
+    """Read into `by_doc` the nodes of those documents it does not hold yet."""
+    missing = [d for d in doc_ids if d not in by_doc]
+    if missing:
+        by_doc.update(store.nodes_for(missing))
 
 
 def kind_of(candidate: Candidate) -> str | None:
@@ -101,9 +110,7 @@ class _Reader:
     looked: dict[str, list[Candidate]] = field(default_factory=dict)
 
     def read(self, doc_ids: list[str]) -> None:
-        missing = [d for d in doc_ids if d not in self.by_doc]
-        if missing:
-            self.by_doc.update(self.store.nodes_for(missing))
+        read_nodes(self.store, self.by_doc, doc_ids)
 
     def text_of(self, cand: Candidate) -> str:
         return "\n".join(r.text for r in self.by_doc.get(cand.doc_id, []))
@@ -154,7 +161,7 @@ def linked(
     # Read for the bridges they mention: the next few candidates (their
     # text, not only their title: "Adolescence" names the American
     # Psychological Association's first president).
-    near = [c for c in passing if c.doc_id not in kept_ids][: LINK_LOOKAHEAD * top_k]
+    near = [c for c in passing if c.doc_id not in kept_ids][: GROUNDING_LOOKAHEAD * top_k]
     reader.read([c.doc_id for c in near])
     taken = _follow(reader, bridges, passing, near, kept_ids, kinds, top_k - len(keep))
     if not taken:
