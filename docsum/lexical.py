@@ -98,6 +98,11 @@ MONTHS = (
     "December",
 )
 MONTH_PATTERN = "|".join(MONTHS)
+# Capital and small letters of the Latin alphabets, for patterns that read a
+# name by its capitals: "Niccolò Paganini" and "Żelazowa Wola" are names as
+# "John Smith" is, and `[A-Z][a-z]+` sees neither.
+CAPITAL = "[" + "".join(chr(c) for c in range(0x250) if chr(c).isupper()) + "]"
+SMALL = "[" + "".join(chr(c) for c in range(0x250) if chr(c).islower()) + "]"
 # As tables and headings abbreviate them ("Sep 30, 2023", "Sept. 24, 2022").
 MONTH_ABBREVIATIONS = ("Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec")
 

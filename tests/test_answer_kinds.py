@@ -49,6 +49,25 @@ def test_a_where_question_leads_with_the_sentence_naming_a_place() -> None:
     assert lead.startswith("Coffee plants are cultivated in over 70 countries"), lead
 
 
+def test_a_name_written_with_diacritics_answers_who_and_where() -> None:
+    # Before: the person and place patterns read capitals and small letters
+    # as A-Z and a-z, so "Józef Ważny" and "in Łęczyca" were no name; a
+    # sentence naming an ASCII-spelt critic led "who", and one repeating the
+    # question's words led "where".
+    lead = _lead(
+        "Who did Vell hear play the cello in 1829?",
+        "Back home that year, Vell heard Józef Ważny play the cello, and wrote a set of variations for him.",
+        "Critic John Harlow writes that in 1829 Vell played often, and that he heard many players in the city.",
+    )
+    assert lead.startswith("Back home that year, Vell heard Józef Ważny"), lead
+    lead = _lead(
+        "Where was Ada Vell born?",
+        "Ada Vell was born and grew up in a small town, and was born a second time, she said, on the stage.",
+        "Ada Vell was born in Łęczyca, a town west of the capital.",
+    )
+    assert lead.startswith("Ada Vell was born in Łęczyca"), lead
+
+
 def test_a_name_without_its_apostrophe_finds_the_document_that_writes_it(tmp_path: Path) -> None:
     # Before: "Tai Chi-tao" did not meet "Tai Chi-t'ao", grounding found no
     # document about the name, and the question was declined (exit 5).

@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from docsum.lexical import MONTH_PATTERN
+from docsum.lexical import CAPITAL, MONTH_PATTERN, SMALL
 from docsum.models.abstain import lower_only, name_terms, phrase_key, question_names
 from docsum.models.answerrank import (
     FRAME_WEIGHT,
@@ -96,14 +96,17 @@ ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     "person": (
         re.compile(r"^\W*(?:who|whom|whose)\b|\bby whom\b", re.IGNORECASE),
         # Two or more capitalised words ("Mara Quinn", "G. Stanley Hall").
-        re.compile(r"\b[A-Z][a-z]+(?:\s+(?:[A-Z]\.\s*)*[A-Z][a-z]+)+|\b[A-Z]\.\s*[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+"),
+        re.compile(
+            rf"\b{CAPITAL}{SMALL}+(?:\s+(?:{CAPITAL}\.\s*)*{CAPITAL}{SMALL}+)+"
+            rf"|\b{CAPITAL}\.\s*{CAPITAL}{SMALL}+(?:\s+{CAPITAL}{SMALL}+)+"
+        ),
     ),
     "place": (
         re.compile(
             r"\bwhere\b|\b(?:what|which|in what|in which) (?:country|city|state|continent|region|town)\b", re.IGNORECASE
         ),
         # A preposition of place before a name: "in North Dakota", "near Paris".
-        re.compile(r"\b(?:in|at|near|from|across) (?:the )?[A-Z][\w'’-]+"),
+        re.compile(rf"\b(?:in|at|near|from|across) (?:the )?{CAPITAL}[\w'’-]+"),
     ),
 }
 _WANTS_FIGURE = re.compile(
