@@ -171,7 +171,7 @@ def question_names(question: str) -> list[str]:
 
 def subject_names(question: str) -> set[str]:
     """The question's names that own what it asks about, written with a
-    possessive: "Apple" in "Apple's Services segment revenue". Their thing is
+    possessive: "Acme" in "Acme's Services segment revenue". Their thing is
     asked about, so a source must be about them, not mention them in passing
     (see `missing_names`)."""
     return _names_of(question)[1]
@@ -221,7 +221,7 @@ def _names_of(question: str) -> tuple[list[str], set[str]]:
         word = re.sub(r"['’]s$", "", match.group(0))
         gap = question[last_end : match.start()] if last_end >= 0 else ""
         if possessive:
-            names.close()  # "Apple's Services": two names, not one
+            names.close()  # "Acme's Services": two names, not one
         possessive = word != match.group(0)
         if any(c.isdigit() for c in word):
             names.close()
@@ -255,8 +255,8 @@ _FULL_DATE = re.compile(rf"\b(?:{MONTH_PATTERN})\s+\d{{1,2}},?\s+\d{{4}}\b")
 
 def _dates_whole(question: str, names: list[str]) -> list[str]:
     """`names` with a question's full dates as one name each: a document must
-    name "July 1, 2023" (the quarter Apple's third-quarter filing ends on),
-    not any "1" and "2023" (every one of its filings)."""
+    name "July 1, 2023" (the end of the quarter one company's third-quarter
+    filing is for), not any "1" and "2023" (every one of its filings)."""
     dates = _FULL_DATE.findall(question)
     if not dates:
         return names
@@ -274,7 +274,7 @@ def _dates_whole(question: str, names: list[str]) -> list[str]:
 
 
 def either_names(question: str, names: list[str]) -> list[frozenset[str]]:
-    """Names the question offers as alternatives, joined by "or" ("Intel's
+    """Names the question offers as alternatives, joined by "or" ("Acme's
     Data Center Group or IoT segment revenues"): a document about one of
     them is about what is asked, though the filing calls the other by a
     newer name."""
@@ -300,8 +300,9 @@ MAX_EITHER_GAP = 3
 
 
 # A name a document mentions only in passing (once, outside its file name,
-# title and summary) is not what the document is about: Microsoft's name in
-# one line of NVIDIA's filing does not make it a source on Microsoft.
+# title and summary) is not what the document is about: a company named in
+# one line of another company's filing (as a customer, say) does not make
+# that filing a source on it.
 MIN_MENTIONS = 2
 
 
@@ -324,7 +325,7 @@ def phrase_key(phrase: str) -> str:
 
 
 # "the third quarter of 2023" names the period "Q3 2023" does, and so does
-# "the third quarter of fiscal year 2023" (NVIDIA's filings write it so).
+# "the third quarter of fiscal year 2023" (one company's filings write it so).
 _QUARTER_WORDS = re.compile(
     r"\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter(?:\s+of(?:\s+fiscal)?(?:\s+year)?)?\b", re.IGNORECASE
 )
@@ -371,9 +372,9 @@ class TextKeys:
 
 
 # How often a long text must name something to be about it: once every this
-# many words. NVIDIA's 25,000-word filing names Microsoft three times as a
-# customer, Intel's names Apple four times; each company's own filings name it
-# 40 to 150 times.
+# many words. One company's 25,000-word filing names another company three
+# times as a customer, a second company's names a third four times; each
+# company's own filings name it 40 to 150 times.
 WORDS_PER_MENTION = 2500
 # How much more often a filing must name another period than the one its file
 # name gives to be about that period too (a fiscal quarter; see is_about).
@@ -401,17 +402,17 @@ class DocumentKeys:
 
     def is_about(self, name: str, fiscal: bool = False) -> bool:
         """The document is about `name`: the words of it in the file name or
-        title in any order ("Q3 2023" is in `2023_Q3_MSFT.txt`), the phrase in
+        title in any order ("Q3 2023" is in `2023_Q3_ACME.txt`), the phrase in
         the summary (not for a figure: the summary of a 2023 filing says what
         changed since 2022), or the phrase in the text at least twice and at
         least once every WORDS_PER_MENTION words."""
         if self.name.has_all(name) or (self._said(self.summary, name) and not is_figure(name)):
             return True
         # A name that opens with what the document is about, mentioned
-        # whole: Microsoft's filing is about "Microsoft Cloud", Amazon's
-        # about "Amazon Web Services", though a product line is named less
-        # often than a company. Without this, "How did Microsoft Cloud
-        # revenue change in the first quarter of fiscal year 2023?" found
+        # whole: a company's filing is about the product lines named after
+        # it ("Acme Cloud", "Acme Web Services"), though a product line is
+        # named less often than the company. Without this, a question on how
+        # such a product line's revenue changed in one fiscal quarter found
         # no filing about it and was not answered.
         first, _, rest = name.partition(" ")
         if rest and not is_figure(name) and self.body.count(name) >= MIN_MENTIONS and self.is_about(first):
@@ -420,18 +421,19 @@ class DocumentKeys:
         if all(_PERIOD.match(part) for part in name.split(" ")) and any(
             _PERIOD.match(word) for word in self.name.words
         ):
-            # A file named for its period (2023_Q3_INTC.txt) is about that
-            # period, however often it compares itself with Q3 2022 (Intel's
-            # filings name the year-ago quarter a little more often than their
-            # own). A question about a fiscal period ("the second quarter of
-            # fiscal 2024") may be about another: the one its text names at
-            # least PERIOD_DOMINANCE times as often as the file's (NVIDIA's
-            # 2023_Q2 filing is for "the second quarter of fiscal year 2024":
-            # 20 mentions against 8). Without "fiscal" the file's name rules:
-            # "NVIDIA's Q3 2023 10-Q" is the one named 2023_Q3.
+            # A file named for its period (2023_Q3_ACME.txt) is about that
+            # period, however often it compares itself with Q3 2022 (one
+            # company's filings name the year-ago quarter a little more often
+            # than their own). A question about a fiscal period ("the second
+            # quarter of fiscal 2024") may be about another: the one its text
+            # names at least PERIOD_DOMINANCE times as often as the file's
+            # (another company's 2023_Q2 filing is for "the second quarter of
+            # fiscal year 2024": 20 mentions against 8). Without "fiscal" the
+            # file's name rules: "Acme's Q3 2023 10-Q" is the one named
+            # 2023_Q3.
             named = self.name_period()
             said = self.body.count(name)
-            # Not `often`: Microsoft's filing names "the first quarter of
+            # Not `often`: one company's filing names "the first quarter of
             # fiscal year 2024" 8 times in 29,000 words, and no other quarter
             # as often.
             dominant = said >= MIN_MENTIONS and said >= PERIOD_DOMINANCE * self.body.count(named)
@@ -439,15 +441,15 @@ class DocumentKeys:
         return often
 
     def name_period(self) -> str:
-        """The period a file name gives ("q2 2023" for 2023_Q2_NVDA.pdf), or ''."""
+        """The period a file name gives ("q2 2023" for 2023_Q2_ACME.pdf), or ''."""
         words = self.name.sequence[:8]
         code = next((w for w in words if _PERIOD.match(w) and not w.isdigit()), "")
         year = next((w for w in words if w.isdigit() and len(w) == 4), "")
         return f"{code} {year}" if code and year else ""
 
     def mentions(self, name: str) -> bool:
-        """The phrase is in the text at least twice (a side name: "Surface"
-        in Microsoft's filing)."""
+        """The phrase is in the text at least twice (a side name: one
+        product's name in its maker's filing)."""
         return self.is_about(name) or self.body.count(name) >= MIN_MENTIONS
 
 
@@ -484,19 +486,19 @@ def missing_names(
     names: list[str], doc: DocumentKeys, subjects: set[str] | frozenset[str] = frozenset(), fiscal: bool = False
 ) -> list[str]:
     """The names a document does not cover: a document about none of them
-    covers none (a passing mention of Apple in Intel's filing does not make
-    it a source on Apple); one about some of them also covers the names (not
-    the figures, not the `subjects`) it merely mentions."""
+    covers none (a passing mention of one company in another's filing does
+    not make that filing a source on it); one about some of them also covers
+    the names (not the figures, not the `subjects`) it merely mentions."""
     about = [n for n in names if doc.is_about(n, fiscal)]
-    # Being about the period ("Q1 2023" in NVIDIA's file name) does not make a
-    # document about the question's subject (Microsoft).
+    # Being about the period ("Q1 2023" in one company's file name) does not
+    # make a document about the question's subject (another company).
     if not about or (all(is_figure(n) for n in about) and not all(is_figure(n) for n in names)):
         return [n for n in names if n not in about]
     # A figure (a year, "Q3 2022") must be what the document is about: a
     # filing for 2023 compares itself with "the third quarter of 2022" on
-    # every other page. So must the owner of what is asked: Intel's filing,
-    # about "Services" of its own, names Apple seven times, and is no source
-    # on "Apple's Services segment revenue".
+    # every other page. So must the owner of what is asked: one company's
+    # filing, about "Services" of its own, names Acme seven times, and is no
+    # source on "Acme's Services segment revenue".
     return [n for n in names if n not in about and (is_figure(n) or n in subjects or not doc.mentions(n))]
 
 
