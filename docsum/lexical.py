@@ -72,7 +72,7 @@ def terms(text: str) -> list[str]:
 def _word_terms(word: str) -> tuple[str, ...]:
     """The terms of one lower-cased word (none for a stopword)."""
     if word.endswith(("'s", "’s")):
-        word = word[:-2]  # possessive: "apple's" matches "apple"
+        word = word[:-2]  # possessive: "acme's" matches "acme"
     if max(word, default="") >= FIRST_CJK_CHARACTER and CJK_CHARACTER.search(word):
         chars = [c for c in word if not c.isspace()]
         pairs = [chars[i] + chars[i + 1] for i in range(len(chars) - 1)]

@@ -124,7 +124,7 @@ _DESCRIPTIONS = (
     re.compile(rf"\b[Tt]he (?:{_W} ){{0,2}}?(?P<noun>{_W}) [a-z]+ing [A-Z]"),
     re.compile(r"\b[A-Z][\w.-]*(?: [A-Z][\w.-]*)*['’]s (?:[a-z][\w-]* ){0,2}?(?P<head>[a-z][\w-]*)\b"),
 )
-# "The revenue of NVIDIA", "Apple's operating expenses" name a quantity of
+# "The revenue of Acme", "Northwind's operating expenses" name a quantity of
 # a named thing, answered where the thing is; "the composer of
 # Aschenbrodel", "Damerjog's country" name another thing, with its own
 # documents. Possessives and "of" count as a hop only for the second kind:
@@ -141,7 +141,7 @@ _ENTITY_NOUNS = frozenset(
 
 
 # Words ending like a role ("-er", "-or") that name no one: "the chief
-# factor affecting Microsoft's operating income" is asked of Microsoft.
+# factor affecting Acme's operating income" is asked of Acme.
 _NOT_ROLES = frozenset(
     """factor factors number numbers order orders matter matters quarter quarters sector sectors error
     errors center centers centre chapter chapters letter letters paper papers water border borders

@@ -1,7 +1,7 @@
 """Grounding, for the offline engine: a question that names things (a
 company, a person, a year, a quarter) is answered only from documents that
 mention them (see docsum.models.abstain.question_names). Without it the offline
-engine answered "Intel, Q1 2023" from Intel's Q2 filing and "an unladen
+engine answered "Acme, Q1 2023" from Acme's Q2 filing and "an unladen
 swallow" from railway minutes."""
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ def grounded(
     period, the documents together must cover every name and figure (the
     hops of a multi-hop question, "the Judiciary Act of 1869" among them); a
     period (a quarter such as "Q1 2023", a half, a fiscal year) must sit in
-    one document with every name ("Microsoft, Q3 2023" is not answered by
-    NVIDIA's Q3 filing that mentions Microsoft), or there is no answer. The embedding retriever's
-    next candidates above the floor may take the place of chosen documents.
+    one document with every name ("Acme, Q3 2023" is not answered by another
+    company's Q3 filing that mentions Acme), or there is no answer. The embedding
+    retriever's next candidates above the floor may take the place of chosen documents.
     Returns the kept documents, their nodes, and the step report (None when
     the question names nothing)."""
     names = question_names(question) or _spelled_titles(question, [*found.chosen, *found.candidates])
@@ -200,8 +200,8 @@ def _quoting(
 ) -> list[Candidate]:
     """The candidates whose text holds the question word for word, when it is
     long enough to be a quotation: a passage copied from a stored document is
-    answered from it, whatever it names (Intel's filing quoting a ruling on
-    Apple, a table's row of figures)."""
+    answered from it, whatever it names (one company's filing quoting a
+    ruling on another, a table's row of figures)."""
     wanted = TextKeys(question).sequence
     if len(wanted) < QUOTE_MIN_WORDS:
         return []

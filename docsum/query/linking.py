@@ -59,8 +59,8 @@ def file_key(path: str) -> str:
 def answered_beside(question: str, kept: list[Candidate], by_doc: dict[str, list[Any]]) -> bool:
     """Some sentence of the kept documents states the answer where it stands
     (docsum.models.hops.stated_whole): a question read as chained may be a
-    plain one that describes its subject ("Chopin's sister Ludwika took his
-    heart back to Warsaw preserved in what?"), and a hop further would only
+    plain one that describes its subject ("Vell's sister Ada took his violin
+    back to Northwind wrapped in what?"), and a hop further would only
     bring in unrelated documents."""
     return stated_whole(question, [u for c in kept for r in by_doc.get(c.doc_id, []) for u in answer_units(r.text)])
 
