@@ -101,12 +101,12 @@ MONTH_PATTERN = "|".join(MONTHS)
 # As tables and headings abbreviate them ("Sep 30, 2023", "Sept. 24, 2022").
 MONTH_ABBREVIATIONS = ("Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec")
 
-# Not after an initial: "James K. Polk", "G. Stanley Hall" are one name.
+# Not after an initial: "Mara J. Quinn", "J. Arlen Voss" are one name.
 # I, V and X are Roman numerals as often ("PART I. FINANCIAL INFORMATION"):
 # filings read so summarize worse (SEC PDF recall@3 0.742 -> 0.725).
-# Nor after a title before a name ("Hon. Winnie Kiiza", "Dr. Sol Baptiste").
+# Nor after a title before a name ("Hon. Tamas Orr", "Dr. Sol Baptiste").
 _TITLES = ("Mr", "Mrs", "Ms", "Dr", "Hon", "Prof", "Rev", "Sen", "Gov", "Gen", "Col", "Capt", "Lt", "Sgt", "St", "Mt")
-# Nor after "circa": "John Cabot (c. 1450 – c. 1500)".
+# Nor after "circa": "Tomas Vell (c. 1450 – c. 1500)".
 _NOT_AFTER = r"(?<!\s[A-HJ-UWYZ]\.)(?<!^[A-HJ-UWYZ]\.)(?<!\bc\.)(?<!\bca\.)" + "".join(
     rf"(?<!\b{title}\.)" for title in _TITLES
 )

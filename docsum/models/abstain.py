@@ -46,12 +46,12 @@ COVERAGE_FLOOR = 0.1
 RELATIVE_COVERAGE_FLOOR = 0.25
 # ... and the chosen documents together must hold at least this share of the
 # question (DocumentEvidence.joint_coverage): each may hold a little, but if
-# between them they miss most of what is asked ("who is captain miller in
-# saving private ryan" against a museum, a thriller and a supermarket chain
+# between them they miss most of what is asked ("who is captain hale in
+# the private vow" against a museum, a thriller and a supermarket chain
 # that share "private" and "captain"), nothing answers it. Set on MuSiQue
 # (bench/RESULTS.md, section 10): 0.35 turned 5 of its 31 answered
 # hidden-gold questions into abstentions and cost 2 of 138 answers (two
-# sub-questions without a referent, "In what state did the writer die?");
+# sub-questions without a referent, "In what year did the founder retire?");
 # 0.4 cost 3 and 0.45 cost 6. Checked on the SEC filings afterwards, where
 # the chosen filings together hold over half of every question.
 JOINT_COVERAGE_FLOOR = 0.35
@@ -126,7 +126,7 @@ _NOT_NAMES = frozenset(
     january february march april may june july august september october november december
     monday tuesday wednesday thursday friday saturday sunday""".split()
 )
-# Hyphenated words stay whole ("10-Q", "Chi-tao"), so a form code is one key.
+# Hyphenated words stay whole ("10-Q", "Sha-tao"), so a form code is one key.
 _TOKEN = re.compile(r"[^\W_]+(?:-[^\W_]+)*(?:['’][^\W_]+)?", re.UNICODE)
 # Parts of a period: "Q3 2023", "H1 FY2024".
 _PERIOD = re.compile(r"^(?:q[1-4]|h[12]|fy\d{2,4}|\d{4})$")
@@ -134,7 +134,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\s*[\"'“(\[]*$")
 
 
 def fold(text: str) -> str:
-    """Lower case without accents, so "Aschenbrodel" finds "Aschenbrödel"."""
+    """Lower case without accents, so "Vellmarskold" finds "Vellmarsköld"."""
     if text.isascii():
         return text.lower()  # what the decomposition below gives ASCII, at a fraction of its cost
     decomposed = unicodedata.normalize("NFKD", text.lower())
@@ -150,8 +150,8 @@ def _key(word: str) -> str:
     word = fold(word)
     if word.endswith(("'s", "’s")):
         word = word[:-2]
-    # An apostrophe inside a name is often left out ("Tai Chi-t'ao" is also
-    # written "Tai Chi-tao", "O'Neill" "ONeill"): both spellings meet.
+    # An apostrophe inside a name is often left out ("Lin Sha-t'ao" is also
+    # written "Lin Sha-tao", "O'Neill" "ONeill"): both spellings meet.
     word = word.replace("'", "").replace("’", "")
     if word.isalpha() and len(word) > 4:
         word = word.removesuffix("s").removesuffix("e")
@@ -163,7 +163,7 @@ def _key(word: str) -> str:
 def question_names(question: str) -> list[str]:
     """The names and figures a question hinges on, as folded keys: runs of
     capitalised words that are not there only because they open the sentence
-    ("Harris W. Fawell", "Hello Love" become one phrase each, words joined by a
+    ("Mara J. Quinn", "Glass Harbor" become one phrase each, words joined by a
     space), numbers, and codes mixing letters and digits ("Q1", "FY2023";
     "the first quarter of 2023" is "Q1 2023")."""
     return _names_of(question)[0]
@@ -319,8 +319,8 @@ def name_terms(question: str) -> set[str]:
 
 def phrase_key(phrase: str) -> str:
     """A phrase as a name key, its words folded and joined by a space, as
-    `question_names` and `TextKeys.count` read them ("Hank Snow's" is
-    "hank snow")."""
+    `question_names` and `TextKeys.count` read them ("Mara Quinn's" is
+    "mara quinn")."""
     return " ".join(_key(re.sub(r"['’]s$", "", m.group(0))) for m in _TOKEN.finditer(phrase))
 
 
@@ -390,8 +390,8 @@ class DocumentKeys:
     summary: TextKeys
     body: TextKeys
     # Words the summary and text write only in lower case: in the summary, a
-    # one-word name there is a word ("was taken from the Niger River"), not
-    # the name the question writes with a capital ("Who directed Taken?").
+    # one-word name there is a word ("was caught in the undertow"), not the
+    # name the question writes with a capital ("Who directed Undertow?").
     # The text keeps counting them: it writes "the euro" for the Euro.
     lower_only: frozenset[str] = frozenset()
 
@@ -512,5 +512,5 @@ _PERIOD_CODE = re.compile(r"^(?:q[1-4]|h[12]|fy\d{0,4})$")
 
 def is_period(name: str) -> bool:
     """A figure naming a reporting period, not merely a year or a number:
-    "q3 2023" is; "1869" in "the Judiciary Act of 1869" is not."""
+    "q3 2023" is; "1871" in "the Harbor Act of 1871" is not."""
     return any(_PERIOD_CODE.match(part) for part in name.split(" "))
