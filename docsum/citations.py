@@ -114,11 +114,11 @@ def cited_pieces(text: str) -> list[str]:
     """A text that carries markers (an answer) cut after each unit's markers:
     what comes before a marker group is what that marker cites. A sentence
     splitter cannot be trusted with it: it joins a unit that starts in lower
-    case ("…, 2022 [2]. iPhone®: $39,669, …", "a) Income Statements …") to
+    case ("…, 2022 [2]. eWidget®: $39,669, …", "a) Income Statements …") to
     the one before, and the two then read as one unit with the first's
     marker. A marker group ends a unit when punctuation closes it or the
     next word starts like a unit ("… 2022 [1] For the quarter …"), never
-    before a lower-case word ("Apple [1] and Microsoft [2] reported …")."""
+    before a lower-case word ("Acme [1] and Northwind [2] reported …")."""
     pieces: list[str] = []
     start = 0
     for match in _CITED_END.finditer(text):

@@ -168,9 +168,9 @@ def _heading_under_row(line: str, previous: str, following: str) -> bool:
 
 
 _FOOTNOTE_MARK = re.compile(rf"^{FOOTNOTE_MARK}\s+(?=[A-Z])")
-# A list item's marker: "•   Microsoft Cloud revenue increased 24% to $25.7
+# A list item's marker: "•   Acme Cloud revenue increased 24% to $25.7
 # billion." (a filing's text, the marker set off by spaces as a cell is) or
-# "• LinkedIn revenue increased 17%." (its PDF), or Markdown's "- " and "* "
+# "• Acme Devices revenue increased 17%." (its PDF), or Markdown's "- " and "* "
 # before a word.
 _BULLET = re.compile(r"^(?:[•▪■●◦‣∙]|[-*](?=\s+[^\W\d]))\s+")
 
@@ -217,9 +217,9 @@ def answer_units(text: str, rows: bool = True) -> list[str]:
         bullet = _BULLET.match(line) if rows else None
         if bullet:
             # A list item is a unit of its own, without its marker: glued to
-            # the lead-in above, "… included: • Microsoft Cloud revenue
+            # the lead-in above, "… included: • Acme Cloud revenue
             # increased 24% …" read as one sentence, and a text file's
-            # "•   Microsoft Cloud …" was dropped as a line of cells.
+            # "•   Acme Cloud …" was dropped as a line of cells.
             close()
             line = line[bullet.end() :]
         if is_noise(line):

@@ -72,7 +72,7 @@ def terms(text: str) -> list[str]:
 def _word_terms(word: str) -> tuple[str, ...]:
     """The terms of one lower-cased word (none for a stopword)."""
     if word.endswith(("'s", "’s")):
-        word = word[:-2]  # possessive: "apple's" matches "apple"
+        word = word[:-2]  # possessive: "acme's" matches "acme"
     if max(word, default="") >= FIRST_CJK_CHARACTER and CJK_CHARACTER.search(word):
         chars = [c for c in word if not c.isspace()]
         pairs = [chars[i] + chars[i + 1] for i in range(len(chars) - 1)]
@@ -99,19 +99,19 @@ MONTHS = (
 )
 MONTH_PATTERN = "|".join(MONTHS)
 # Capital and small letters of the Latin alphabets, for patterns that read a
-# name by its capitals: "Niccolò Paganini" and "Żelazowa Wola" are names as
+# name by its capitals: "Józef Ważny" and "Łęczyca" are names as
 # "John Smith" is, and `[A-Z][a-z]+` sees neither.
 CAPITAL = "[" + "".join(chr(c) for c in range(0x250) if chr(c).isupper()) + "]"
 SMALL = "[" + "".join(chr(c) for c in range(0x250) if chr(c).islower()) + "]"
 # As tables and headings abbreviate them ("Sep 30, 2023", "Sept. 24, 2022").
 MONTH_ABBREVIATIONS = ("Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec")
 
-# Not after an initial: "James K. Polk", "G. Stanley Hall" are one name.
+# Not after an initial: "Mara J. Quinn", "J. Arlen Voss" are one name.
 # I, V and X are Roman numerals as often ("PART I. FINANCIAL INFORMATION"):
 # filings read so summarize worse (SEC PDF recall@3 0.742 -> 0.725).
-# Nor after a title before a name ("Hon. Winnie Kiiza", "Dr. Sol Baptiste").
+# Nor after a title before a name ("Hon. Tamas Orr", "Dr. Sol Baptiste").
 _TITLES = ("Mr", "Mrs", "Ms", "Dr", "Hon", "Prof", "Rev", "Sen", "Gov", "Gen", "Col", "Capt", "Lt", "Sgt", "St", "Mt")
-# Nor after "circa": "John Cabot (c. 1450 – c. 1500)".
+# Nor after "circa": "Tomas Vell (c. 1450 – c. 1500)".
 _NOT_AFTER = r"(?<!\s[A-HJ-UWYZ]\.)(?<!^[A-HJ-UWYZ]\.)(?<!\bc\.)(?<!\bca\.)" + "".join(
     rf"(?<!\b{title}\.)" for title in _TITLES
 )

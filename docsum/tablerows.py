@@ -130,7 +130,7 @@ def _label_and_values(line: str, row: Row) -> tuple[str, list[str]]:
 
 
 # A line heading a group of a table's rows: a few words, one cell, no
-# figure ("Revenue", "North America", "AWS", "Cost of revenue:").
+# figure ("Revenue", "North America", "International", "Cost of revenue:").
 MAX_GROUP_WORDS = 6
 # "Reported as", "Research and": a phrase cut before its end heads nothing.
 _ENDS_MIDWAY = re.compile(r"\b(?:and|or|of|as|the|for|in|to|by|with|from|at|on)$", re.IGNORECASE)
@@ -141,7 +141,7 @@ def _group_above(lines: list[str], at: int) -> str:
     """The heading of the group of rows `lines[at]` is in, when one sits
     above them with nothing but rows and blank lines between: "Revenue" and
     "Operating Income" over the same three segments, "North America" and
-    "AWS" over "Net sales". "" when there is none (the rows run up to their
+    "International" over "Net sales". "" when there is none (the rows run up to their
     column headings or to a sentence)."""
     below: Row | None = None
     for back in range(at - 1, max(-1, at - MAX_HEADING_DISTANCE), -1):
@@ -258,7 +258,7 @@ def _row_label(lines: list[str], at: int) -> tuple[str, list[str]] | None:
     # A footnote mark ("Total net sales (4)", "Other liabilities (b)") is no part of it.
     label = _LABEL_FOOTNOTES.sub("", _wrapped(lines, at, label))
     if re.match(r"[a-z]+\b", label):
-        return None  # "from Q2 2022 $0.15 or 54% from Q2", "to Intel": a fragment, no row's label
+        return None  # "from Q2 2022 $0.15 or 54% from Q2", "to Acme": a fragment, no row's label
     if label.count("(") > label.count(")") and values[0].endswith(")") and "(" not in values[0]:
         return None  # "Contingencies (Note 13)": the figure closes the label
     while values and YEAR.match(values[0]) and _LABEL_GOES_ON.search(label):
@@ -292,7 +292,7 @@ def _placed_columns(values: list[str], headings: list[str]) -> tuple[list[str], 
     return values, headings
 
 
-# Months, spelt out and abbreviated ("Sep 30, 2023" in Intel's tables).
+# Months, spelt out and abbreviated ("Sep 30, 2023" in one company's tables).
 _MONTHS = frozenset(month.lower() for month in MONTHS + MONTH_ABBREVIATIONS)
 
 

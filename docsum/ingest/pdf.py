@@ -43,7 +43,7 @@ EXTRACTOR_PDFIUM = "pdfium"
 EXTRACTOR_PYPDF = "pypdf"
 
 # pypdf's defaults are tuned for hostile input: at most 100,000 elements in an
-# array, which Microsoft's 10-Q filings exceed.  Ten times that opens every
+# array, which one company's 10-Q filings exceed.  Ten times that opens every
 # real file we have and keeps the worst case near 100 MB of parsed objects;
 # pypdf's per-stream parsing budget (2 million tokens) and its decompression
 # limits stay as they are and still bound a hostile file.

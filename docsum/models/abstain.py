@@ -46,12 +46,12 @@ COVERAGE_FLOOR = 0.1
 RELATIVE_COVERAGE_FLOOR = 0.25
 # ... and the chosen documents together must hold at least this share of the
 # question (DocumentEvidence.joint_coverage): each may hold a little, but if
-# between them they miss most of what is asked ("who is captain miller in
-# saving private ryan" against a museum, a thriller and a supermarket chain
+# between them they miss most of what is asked ("who is captain hale in
+# the private vow" against a museum, a thriller and a supermarket chain
 # that share "private" and "captain"), nothing answers it. Set on MuSiQue
 # (bench/RESULTS.md, section 10): 0.35 turned 5 of its 31 answered
 # hidden-gold questions into abstentions and cost 2 of 138 answers (two
-# sub-questions without a referent, "In what state did the writer die?");
+# sub-questions without a referent, "In what year did the founder retire?");
 # 0.4 cost 3 and 0.45 cost 6. Checked on the SEC filings afterwards, where
 # the chosen filings together hold over half of every question.
 JOINT_COVERAGE_FLOOR = 0.35
@@ -126,7 +126,7 @@ _NOT_NAMES = frozenset(
     january february march april may june july august september october november december
     monday tuesday wednesday thursday friday saturday sunday""".split()
 )
-# Hyphenated words stay whole ("10-Q", "Chi-tao"), so a form code is one key.
+# Hyphenated words stay whole ("10-Q", "Sha-tao"), so a form code is one key.
 _TOKEN = re.compile(r"[^\W_]+(?:-[^\W_]+)*(?:['’][^\W_]+)?", re.UNICODE)
 # Parts of a period: "Q3 2023", "H1 FY2024".
 _PERIOD = re.compile(r"^(?:q[1-4]|h[12]|fy\d{2,4}|\d{4})$")
@@ -134,7 +134,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\s*[\"'“(\[]*$")
 
 
 def fold(text: str) -> str:
-    """Lower case without accents, so "Aschenbrodel" finds "Aschenbrödel"."""
+    """Lower case without accents, so "Vellmarskold" finds "Vellmarsköld"."""
     if text.isascii():
         return text.lower()  # what the decomposition below gives ASCII, at a fraction of its cost
     decomposed = unicodedata.normalize("NFKD", text.lower())
@@ -150,8 +150,8 @@ def _key(word: str) -> str:
     word = fold(word)
     if word.endswith(("'s", "’s")):
         word = word[:-2]
-    # An apostrophe inside a name is often left out ("Tai Chi-t'ao" is also
-    # written "Tai Chi-tao", "O'Neill" "ONeill"): both spellings meet.
+    # An apostrophe inside a name is often left out ("Lin Sha-t'ao" is also
+    # written "Lin Sha-tao", "O'Neill" "ONeill"): both spellings meet.
     word = word.replace("'", "").replace("’", "")
     if word.isalpha() and len(word) > 4:
         word = word.removesuffix("s").removesuffix("e")
@@ -163,7 +163,7 @@ def _key(word: str) -> str:
 def question_names(question: str) -> list[str]:
     """The names and figures a question hinges on, as folded keys: runs of
     capitalised words that are not there only because they open the sentence
-    ("Harris W. Fawell", "Hello Love" become one phrase each, words joined by a
+    ("Mara J. Quinn", "Glass Harbor" become one phrase each, words joined by a
     space), numbers, and codes mixing letters and digits ("Q1", "FY2023";
     "the first quarter of 2023" is "Q1 2023")."""
     return _names_of(question)[0]
@@ -171,7 +171,7 @@ def question_names(question: str) -> list[str]:
 
 def subject_names(question: str) -> set[str]:
     """The question's names that own what it asks about, written with a
-    possessive: "Apple" in "Apple's Services segment revenue". Their thing is
+    possessive: "Acme" in "Acme's Services segment revenue". Their thing is
     asked about, so a source must be about them, not mention them in passing
     (see `missing_names`)."""
     return _names_of(question)[1]
@@ -221,7 +221,7 @@ def _names_of(question: str) -> tuple[list[str], set[str]]:
         word = re.sub(r"['’]s$", "", match.group(0))
         gap = question[last_end : match.start()] if last_end >= 0 else ""
         if possessive:
-            names.close()  # "Apple's Services": two names, not one
+            names.close()  # "Acme's Services": two names, not one
         possessive = word != match.group(0)
         if any(c.isdigit() for c in word):
             names.close()
@@ -255,8 +255,8 @@ _FULL_DATE = re.compile(rf"\b(?:{MONTH_PATTERN})\s+\d{{1,2}},?\s+\d{{4}}\b")
 
 def _dates_whole(question: str, names: list[str]) -> list[str]:
     """`names` with a question's full dates as one name each: a document must
-    name "July 1, 2023" (the quarter Apple's third-quarter filing ends on),
-    not any "1" and "2023" (every one of its filings)."""
+    name "July 1, 2023" (the end of the quarter one company's third-quarter
+    filing is for), not any "1" and "2023" (every one of its filings)."""
     dates = _FULL_DATE.findall(question)
     if not dates:
         return names
@@ -274,7 +274,7 @@ def _dates_whole(question: str, names: list[str]) -> list[str]:
 
 
 def either_names(question: str, names: list[str]) -> list[frozenset[str]]:
-    """Names the question offers as alternatives, joined by "or" ("Intel's
+    """Names the question offers as alternatives, joined by "or" ("Acme's
     Data Center Group or IoT segment revenues"): a document about one of
     them is about what is asked, though the filing calls the other by a
     newer name."""
@@ -300,8 +300,9 @@ MAX_EITHER_GAP = 3
 
 
 # A name a document mentions only in passing (once, outside its file name,
-# title and summary) is not what the document is about: Microsoft's name in
-# one line of NVIDIA's filing does not make it a source on Microsoft.
+# title and summary) is not what the document is about: a company named in
+# one line of another company's filing (as a customer, say) does not make
+# that filing a source on it.
 MIN_MENTIONS = 2
 
 
@@ -318,13 +319,13 @@ def name_terms(question: str) -> set[str]:
 
 def phrase_key(phrase: str) -> str:
     """A phrase as a name key, its words folded and joined by a space, as
-    `question_names` and `TextKeys.count` read them ("Hank Snow's" is
-    "hank snow")."""
+    `question_names` and `TextKeys.count` read them ("Mara Quinn's" is
+    "mara quinn")."""
     return " ".join(_key(re.sub(r"['’]s$", "", m.group(0))) for m in _TOKEN.finditer(phrase))
 
 
 # "the third quarter of 2023" names the period "Q3 2023" does, and so does
-# "the third quarter of fiscal year 2023" (NVIDIA's filings write it so).
+# "the third quarter of fiscal year 2023" (one company's filings write it so).
 _QUARTER_WORDS = re.compile(
     r"\b(first|second|third|fourth)\s+(?:fiscal\s+)?quarter(?:\s+of(?:\s+fiscal)?(?:\s+year)?)?\b", re.IGNORECASE
 )
@@ -371,9 +372,9 @@ class TextKeys:
 
 
 # How often a long text must name something to be about it: once every this
-# many words. NVIDIA's 25,000-word filing names Microsoft three times as a
-# customer, Intel's names Apple four times; each company's own filings name it
-# 40 to 150 times.
+# many words. One company's 25,000-word filing names another company three
+# times as a customer, a second company's names a third four times; each
+# company's own filings name it 40 to 150 times.
 WORDS_PER_MENTION = 2500
 # How much more often a filing must name another period than the one its file
 # name gives to be about that period too (a fiscal quarter; see is_about).
@@ -389,8 +390,8 @@ class DocumentKeys:
     summary: TextKeys
     body: TextKeys
     # Words the summary and text write only in lower case: in the summary, a
-    # one-word name there is a word ("was taken from the Niger River"), not
-    # the name the question writes with a capital ("Who directed Taken?").
+    # one-word name there is a word ("was caught in the undertow"), not the
+    # name the question writes with a capital ("Who directed Undertow?").
     # The text keeps counting them: it writes "the euro" for the Euro.
     lower_only: frozenset[str] = frozenset()
 
@@ -401,17 +402,17 @@ class DocumentKeys:
 
     def is_about(self, name: str, fiscal: bool = False) -> bool:
         """The document is about `name`: the words of it in the file name or
-        title in any order ("Q3 2023" is in `2023_Q3_MSFT.txt`), the phrase in
+        title in any order ("Q3 2023" is in `2023_Q3_ACME.txt`), the phrase in
         the summary (not for a figure: the summary of a 2023 filing says what
         changed since 2022), or the phrase in the text at least twice and at
         least once every WORDS_PER_MENTION words."""
         if self.name.has_all(name) or (self._said(self.summary, name) and not is_figure(name)):
             return True
         # A name that opens with what the document is about, mentioned
-        # whole: Microsoft's filing is about "Microsoft Cloud", Amazon's
-        # about "Amazon Web Services", though a product line is named less
-        # often than a company. Without this, "How did Microsoft Cloud
-        # revenue change in the first quarter of fiscal year 2023?" found
+        # whole: a company's filing is about the product lines named after
+        # it ("Acme Cloud", "Acme Web Services"), though a product line is
+        # named less often than the company. Without this, a question on how
+        # such a product line's revenue changed in one fiscal quarter found
         # no filing about it and was not answered.
         first, _, rest = name.partition(" ")
         if rest and not is_figure(name) and self.body.count(name) >= MIN_MENTIONS and self.is_about(first):
@@ -420,18 +421,19 @@ class DocumentKeys:
         if all(_PERIOD.match(part) for part in name.split(" ")) and any(
             _PERIOD.match(word) for word in self.name.words
         ):
-            # A file named for its period (2023_Q3_INTC.txt) is about that
-            # period, however often it compares itself with Q3 2022 (Intel's
-            # filings name the year-ago quarter a little more often than their
-            # own). A question about a fiscal period ("the second quarter of
-            # fiscal 2024") may be about another: the one its text names at
-            # least PERIOD_DOMINANCE times as often as the file's (NVIDIA's
-            # 2023_Q2 filing is for "the second quarter of fiscal year 2024":
-            # 20 mentions against 8). Without "fiscal" the file's name rules:
-            # "NVIDIA's Q3 2023 10-Q" is the one named 2023_Q3.
+            # A file named for its period (2023_Q3_ACME.txt) is about that
+            # period, however often it compares itself with Q3 2022 (one
+            # company's filings name the year-ago quarter a little more often
+            # than their own). A question about a fiscal period ("the second
+            # quarter of fiscal 2024") may be about another: the one its text
+            # names at least PERIOD_DOMINANCE times as often as the file's
+            # (another company's 2023_Q2 filing is for "the second quarter of
+            # fiscal year 2024": 20 mentions against 8). Without "fiscal" the
+            # file's name rules: "Acme's Q3 2023 10-Q" is the one named
+            # 2023_Q3.
             named = self.name_period()
             said = self.body.count(name)
-            # Not `often`: Microsoft's filing names "the first quarter of
+            # Not `often`: one company's filing names "the first quarter of
             # fiscal year 2024" 8 times in 29,000 words, and no other quarter
             # as often.
             dominant = said >= MIN_MENTIONS and said >= PERIOD_DOMINANCE * self.body.count(named)
@@ -439,15 +441,15 @@ class DocumentKeys:
         return often
 
     def name_period(self) -> str:
-        """The period a file name gives ("q2 2023" for 2023_Q2_NVDA.pdf), or ''."""
+        """The period a file name gives ("q2 2023" for 2023_Q2_ACME.pdf), or ''."""
         words = self.name.sequence[:8]
         code = next((w for w in words if _PERIOD.match(w) and not w.isdigit()), "")
         year = next((w for w in words if w.isdigit() and len(w) == 4), "")
         return f"{code} {year}" if code and year else ""
 
     def mentions(self, name: str) -> bool:
-        """The phrase is in the text at least twice (a side name: "Surface"
-        in Microsoft's filing)."""
+        """The phrase is in the text at least twice (a side name: one
+        product's name in its maker's filing)."""
         return self.is_about(name) or self.body.count(name) >= MIN_MENTIONS
 
 
@@ -484,19 +486,19 @@ def missing_names(
     names: list[str], doc: DocumentKeys, subjects: set[str] | frozenset[str] = frozenset(), fiscal: bool = False
 ) -> list[str]:
     """The names a document does not cover: a document about none of them
-    covers none (a passing mention of Apple in Intel's filing does not make
-    it a source on Apple); one about some of them also covers the names (not
-    the figures, not the `subjects`) it merely mentions."""
+    covers none (a passing mention of one company in another's filing does
+    not make that filing a source on it); one about some of them also covers
+    the names (not the figures, not the `subjects`) it merely mentions."""
     about = [n for n in names if doc.is_about(n, fiscal)]
-    # Being about the period ("Q1 2023" in NVIDIA's file name) does not make a
-    # document about the question's subject (Microsoft).
+    # Being about the period ("Q1 2023" in one company's file name) does not
+    # make a document about the question's subject (another company).
     if not about or (all(is_figure(n) for n in about) and not all(is_figure(n) for n in names)):
         return [n for n in names if n not in about]
     # A figure (a year, "Q3 2022") must be what the document is about: a
     # filing for 2023 compares itself with "the third quarter of 2022" on
-    # every other page. So must the owner of what is asked: Intel's filing,
-    # about "Services" of its own, names Apple seven times, and is no source
-    # on "Apple's Services segment revenue".
+    # every other page. So must the owner of what is asked: one company's
+    # filing, about "Services" of its own, names Acme seven times, and is no
+    # source on "Acme's Services segment revenue".
     return [n for n in names if n not in about and (is_figure(n) or n in subjects or not doc.mentions(n))]
 
 
@@ -510,5 +512,5 @@ _PERIOD_CODE = re.compile(r"^(?:q[1-4]|h[12]|fy\d{0,4})$")
 
 def is_period(name: str) -> bool:
     """A figure naming a reporting period, not merely a year or a number:
-    "q3 2023" is; "1869" in "the Judiciary Act of 1869" is not."""
+    "q3 2023" is; "1871" in "the Harbor Act of 1871" is not."""
     return any(_PERIOD_CODE.match(part) for part in name.split(" "))

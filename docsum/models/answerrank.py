@@ -14,7 +14,7 @@ from docsum.lexical import terms
 # A table row quoted by docsum.tablerows ("Total net sales: $81,797 million,
 # three months ended July 1, 2023; …"): its label names what its figures are.
 _ROW_QUOTE = re.compile(r"^(?P<label>[^:]{2,120}?): (?=[-–—$(]?\d|[—–][;.])")
-# A row whose label is the thing asked for ("Apple's total net sales",
+# A row whose label is the thing asked for ("Acme's total net sales",
 # "inventory levels") is the answer to a question about a figure; the bonus
 # scales with the share of the label's words the question holds, so
 # "Percentage of total net sales" ranks below "Total net sales".
@@ -38,9 +38,9 @@ _PERIOD_TERMS = frozenset({"quarter", "first", "second", "third", "fourth", "mon
 # "Operating activities" is the operating cash flow a question about "cash
 # flows from operations" asks for, though the question never says "activities".
 # "Changes in operating assets and liabilities" is a section of the cash
-# flow statement, not the change a question asks about ("How did Microsoft
-# Cloud revenue change …" was answered with "Unearned revenue (Changes in
-# operating assets and liabilities)").
+# flow statement, not the change a question asks about (a question on how
+# one product line's revenue changed was answered with "Unearned revenue
+# (Changes in operating assets and liabilities)").
 _CATEGORY_TERMS = frozenset({"activity", "chang"})
 # For a question on a level ("How have the inventory levels changed?"),
 # "changed" compares balances: it weighs as a frame word (frame_terms), or
@@ -51,7 +51,7 @@ _LEVEL_CHANGE = frozenset({"chang"})
 # and "the latest" have already chosen the filing, so in an answer's
 # ranking they count at FRAME_WEIGHT. At full weight a sentence about a
 # write-down "in the second quarter" that mentions "cost of sales" led the
-# answer to "What revenue did Intel report from its sales in the most recent
+# answer to "What revenue did Acme report from its sales in the most recent
 # quarter?", above the "Net revenue" row.
 FRAME_TERMS = _PERIOD_TERMS | {"quarterly", "recent", "latest", "report", "fil", "filing", "disclos", "mention"}
 FRAME_WEIGHT = 0.25
@@ -61,7 +61,7 @@ FRAME_WEIGHT = 0.25
 # their words are frame too. At full weight the auditor's review report
 # ("the related condensed consolidated financial statements") and "The
 # metrics are disclosed in the MD&A or the Notes to Financial Statements"
-# led the answer on Microsoft's tax rate, above "Our effective tax rate was
+# led the answer on a company's tax rate, above "Our effective tax rate was
 # 18% and 19% …".
 _DOCUMENT_PART = re.compile(
     r"\b(?:(?:consolidated |condensed |interim )*financial statements|(?:the )?notes(?: section)?"
@@ -97,7 +97,7 @@ _ABBREVIATIONS = {
     re.compile(r"\bR&D\b"): "research and development",
     re.compile(r"\bM&A\b"): "mergers and acquisitions",
     # Not an abbreviation but the everyday word for what filings call a
-    # repurchase ("How many shares did Apple buy back …?").
+    # repurchase ("How many shares did Acme buy back …?").
     re.compile(r"\b(?:buy|bought|buying)[ -]?backs?\b", re.IGNORECASE): "repurchase",
 }
 # Text every filing carries for the form's sake (officers' certifications,
@@ -161,7 +161,7 @@ def is_fragment(unit: str) -> bool:
     Quoted, it runs into the next unit with nothing between them."""
     text = unit.strip()
     if _ROW_QUOTE.match(text):
-        return False  # a table row ("iPhone®: $39,669, …")
+        return False  # a table row ("eWidget®: $39,669, …")
     first = text.split(" ", 1)[0]
     last = text.rsplit(" ", 1)[-1]
     return (
@@ -178,8 +178,8 @@ _COVER = re.compile(r"\(\d{3}\)\s?\d{3}-\d{4}|^form 10-[qk]\b", re.IGNORECASE)
 # An exhibit index's entry: the exhibit's number, its title, and the form it
 # was filed with or a certification ("4.1 Officer’s Certificate of the
 # Registrant, dated as of May 10, 2023, including forms of global notes
-# representing the 4.421% Notes due 2026 … 8-K" led an answer on Apple's tax
-# rate with its percentages). A contract's numbered clause is no entry.
+# representing the 4.421% Notes due 2026 … 8-K" led an answer on a company's
+# tax rate with its percentages). A contract's numbered clause is no entry.
 _EXHIBIT = re.compile(
     r"^\d{1,3}\.\d{1,2}[*†#+]*\s+(?=[A-Z][a-z])"
     r"(?=.*(?:\b(?:8-K|10-K|10-Q|S-[1-8])\b|\bfiled herewith\b|\bfurnished herewith\b|\bCertificat(?:e|ion)\b))"
@@ -362,7 +362,7 @@ def row_label_bonus(
 # A sentence that says what a table's line holds ("Technology and content
 # costs include payroll … for employees involved in the research and
 # development of new and existing products"): the filing's own name for a
-# figure a question asks for by another ("Amazon's R&D expenditure").
+# figure a question asks for by another ("Acme's R&D expenditure").
 _DEFINES = re.compile(
     r"^(?P<term>[A-Z][\w&,' -]{2,80}?) (?:costs |expenses |charges )?"
     r"(?:include|includes|consist of|consists of|comprise|comprises) (?P<what>.+)$"
@@ -446,8 +446,8 @@ def rows_before_definitions(chosen: list[tuple[int, str]], definitions: frozense
 
 # A question about one quarter ("in its Q3 2023 10-Q", "the most recent
 # quarter") is answered by that quarter's figures, not by the year to date
-# a filing reports beside them: Apple's "During the nine months ended July 1,
-# 2023, the Company repurchased 365 million shares …" led the answer to
+# a filing reports beside them: one filing's "During the nine months ended
+# July 1, 2023, the Company repurchased 365 million shares …" led the answer to
 # "what was the scale of these buybacks in its Q3 2023 10-Q", above "The
 # Company repurchased $18.0 billion … during the third quarter of 2023".
 _ASKS_QUARTER = re.compile(r"\bQ[1-4]\b|\bquarter(?:ly)?\b|\bthree months\b", re.IGNORECASE)
@@ -465,12 +465,12 @@ def asks_one_quarter(question: str) -> bool:
     return bool(_ASKS_QUARTER.search(question)) and not _ASKS_LONGER.search(question)
 
 
-# A question about a level ("How have Apple's inventory levels changed …",
+# A question about a level ("How have Acme's inventory levels changed …",
 # "the cash position") asks for a balance at a date, not for a period's
 # flow: the cash flow statement's "Inventories (Changes in operating assets
 # and liabilities): (2,548) million, six months ended April 1, 2023" led
 # that answer, above the balance sheet's "Inventories: 7,351 million, July
-# 1, 2023". So does one about a date's amount ("How much cash did Amazon
+# 1, 2023". So does one about a date's amount ("How much cash did Acme
 # have at the end of Q2 2023?", "… as of June 30, 2023"): the quarter's
 # financing cash flows had led it.
 _ASKS_LEVEL = re.compile(

@@ -1,10 +1,10 @@
 """Chaining hops, for the offline engine: a question such as "Who was the
-first president of the association which published Journal of
-Psychotherapy Integration?" is answered by no one sentence. One sentence
-names the question's entity and, beside it, the bridge ("… published by the
-American Psychological Association"); another document's sentence names the
-bridge, or is about it, and says the rest ("G. Stanley Hall was the first
-president of the American Psychological Association").
+first president of the society which published the Journal of Quiet
+Studies?" is answered by no one sentence. One sentence names the question's
+entity and, beside it, the bridge ("… published by the Society for Quiet
+Studies"); another document's sentence names the bridge, or is about it, and
+says the rest ("Ilse Varga was the first president of the Society for Quiet
+Studies").
 
 `chain` finds such a chain of sentences across the passages of a context; the
 engine answers with its last hop first and the earlier ones as support, or,
@@ -26,8 +26,8 @@ from docsum.models.abstain import TextKeys, is_figure, name_terms, phrase_key, q
 from docsum.models.answerrank import is_quotable
 from docsum.models.selection import answer_strength
 
-# A capitalised phrase: "American Psychological Association", "Hank Snow",
-# "Madison, Tennessee" gives two.
+# A capitalised phrase: "Society for Quiet Studies", "Mara Quinn",
+# "Harlow, Westmark" gives two.
 PHRASE = re.compile(r"\b[A-Z][\w&’'.-]*[\w](?:\s+(?:(?:of|the|for|and|on|de|&)\s+)*[A-Z][\w&’'.-]*[\w])*")
 # Capitalised only because they open a sentence or a clause, or because they
 # are a month or a day (a date links no two things).
@@ -46,8 +46,8 @@ MAX_HOPS = 3
 MAX_CHAINS = 2000
 # Tie-breaker for a hop whose sentence names the bridge itself.
 NAMED_LINK_BONUS = 0.01
-# A name this many documents of the context name is a general one ("United
-# States"), no bridge between two of them.
+# A name this many documents of the context name is a general one (the
+# country they are all in), no bridge between two of them.
 GENERAL_DOCUMENTS = 3
 # A chained question whose words before the description (at least this
 # many) all sit in one sentence is answered from it as usual.
@@ -56,8 +56,8 @@ _LABEL = re.compile(r"^\[(\d+)\] \(source: ([^,\n)]*)", re.MULTILINE)
 
 
 # A question's word for a relation, and words a document says it with:
-# "Who was in charge of Somalia?" is answered by "… elected Hassan Sheikh
-# Mohamud as the new President of Somalia", "the spouse of …" by "… married
+# "Who was in charge of Veldra?" is answered by "… elected Tamas Orr as
+# the new President of Veldra", "the spouse of …" by "… married
 # …".
 _SAID_AS = {
     "charge": "president prime minister governor mayor leader head chief ruler king queen chancellor premier",
@@ -108,11 +108,11 @@ def sources(context: str) -> dict[int, str]:
 
 
 # A description of something the question does not name: "the association
-# which published …", "the country containing Nugegoda", "the composer of
-# Aschenbrodel", "the same county as McRae", "the city Sarah Sorge was born
-# in", "the country premiering Prison Break", "Damerjog's country".
+# which published …", "the country containing Kellmoor", "the composer of
+# Vellmar Suite", "the same county as Dunholt", "the city Mara Quinn was born
+# in", "the country premiering Glass Harbor", "Tovin's country".
 # One word of a description's head: lower case, and no article or
-# preposition ("the spouse of the director of Jump for Glory" is two).
+# preposition ("the spouse of the director of Glass Harbor" is two).
 _W = r"(?:(?!(?:the|a|an|of|in|on|at|by|for|as|to|from|with)\b)[a-z][\w-]*)"
 _DESCRIPTIONS = (
     re.compile(
@@ -124,9 +124,9 @@ _DESCRIPTIONS = (
     re.compile(rf"\b[Tt]he (?:{_W} ){{0,2}}?(?P<noun>{_W}) [a-z]+ing [A-Z]"),
     re.compile(r"\b[A-Z][\w.-]*(?: [A-Z][\w.-]*)*['’]s (?:[a-z][\w-]* ){0,2}?(?P<head>[a-z][\w-]*)\b"),
 )
-# "The revenue of NVIDIA", "Apple's operating expenses" name a quantity of
+# "The revenue of Acme", "Northwind's operating expenses" name a quantity of
 # a named thing, answered where the thing is; "the composer of
-# Aschenbrodel", "Damerjog's country" name another thing, with its own
+# Vellmar Suite", "Tovin's country" name another thing, with its own
 # documents. Possessives and "of" count as a hop only for the second kind:
 # a place or a body, or a person by role (most end in -er or -or).
 _ENTITY_NOUNS = frozenset(
@@ -141,7 +141,7 @@ _ENTITY_NOUNS = frozenset(
 
 
 # Words ending like a role ("-er", "-or") that name no one: "the chief
-# factor affecting Microsoft's operating income" is asked of Microsoft.
+# factor affecting Acme's operating income" is asked of Acme.
 _NOT_ROLES = frozenset(
     """factor factors number numbers order orders matter matters quarter quarters sector sectors error
     errors center centers centre chapter chapters letter letters paper papers water border borders
@@ -160,17 +160,17 @@ def _entity(head: str | None) -> bool:
 # What the question asks for, when a description is all it asks about:
 # "What is the state where …", "Which is …" (after "the name of" is dropped).
 _ASKS_FOR = re.compile(r"^\W*(?:what|which|who|whom)(?: (?:is|was|are|were))?\W*$", re.IGNORECASE)
-# "The main director of Big Eyes was who?": the description is asked for.
+# "The main director of Glass Harbor was who?": the description is asked for.
 _ASKED_AT_END = re.compile(r"\b(?:is|was|are|were) (?:who|whom|what)\W*$", re.IGNORECASE)
-# An instruction, or a question of manner ("How does WINEP bundle the
-# countries of Northwest Africa?"), asks for no one thing reached through
+# An instruction, or a question of manner ("How does NORVEC bundle the
+# countries of the Far Coast?"), asks for no one thing reached through
 # another.
 _INSTRUCTION = re.compile(
     r"^\W*(?:describe|summari[sz]e|list|explain|outline|compare|analy[sz]e|examine|give|tell|identify|discuss"
     r"|how (?:does|do|did|is|are|was|were|has|have|can|could|would|should|might|will)\b)",
     re.IGNORECASE,
 )
-# "Which country is considered one of the creators of NATO?": the question
+# "Which country is considered one of the creators of the Aldmere Pact?": the question
 # equates its answer with the description, which runs to its end (no word
 # in lower case after the name): it asks for the described thing.
 _EQUATES = re.compile(
@@ -183,11 +183,11 @@ _NAME_OF = re.compile(r"\b(?:the )?(?:name|term) (?:of|for) (?=the\b)", re.IGNOR
 
 def is_chained(question: str) -> bool:
     """The question reaches what it asks through something it does not name:
-    it describes a thing ("the state where the Kraus House is", "Gisvi's city
+    it describes a thing ("the state where the Orlen House is", "Tovin's city
     of birth") and asks about something else of it ("Where does the
-    Merrimack River start in the state where …", "the most popular hotel in
-    Gisvi's city of birth"), not for the thing itself ("What is the name of
-    the state where the Kraus House is located?", "What was Gisvi's city of
+    Northmere River start in the state where …", "the most popular hotel in
+    Tovin's city of birth"), not for the thing itself ("What is the name of
+    the state where the Orlen House is located?", "What was Tovin's city of
     birth?"). Read on the words alone, so it errs both ways; `chain`
     decides with the documents."""
     return asked_before(question) is not None
@@ -273,8 +273,8 @@ def chain(question: str, units: list[Unit]) -> Chain | None:
     quotable = [is_quotable(u.text) for u in units]
     reading = _Reading(units, q, bags, keys, titles, quotable, set(names) | _general(units, keys))
     # Hop 1: a sentence naming one of the question's names, or any sentence
-    # of a document about one ("She married Louis Armstrong" in
-    # Lil_Hardin_Armstrong.txt).
+    # of a document about one ("She married Tomas Vell" in
+    # Ada_Quinn.txt).
     first = [
         i
         for i, k in enumerate(keys)
@@ -304,10 +304,10 @@ def chain(question: str, units: list[Unit]) -> Chain | None:
 
 def _general(units: list[Unit], keys: list[TextKeys]) -> set[str]:
     """Names too general to be a bridge: those GENERAL_DOCUMENTS documents
-    of the context or more name ("United States" in a village's, an
+    of the context or more name ("Westmark" in a village's, an
     airport's and a radio station's), unless one of the documents is about
-    it: then it is the next hop (Iowa.txt, beside a wind farm and a township
-    of Iowa)."""
+    it: then it is the next hop (Westmark.txt, beside a wind farm and a
+    township of Westmark)."""
     named: dict[str, set[str]] = {}
     for unit in units:
         for key in bridges_in(unit.text):
@@ -326,8 +326,8 @@ def single_coverage(question: str, units: list[Unit], asked: str = "") -> float:
     sentence of another document ("It issues the country's currency") is no
     answer to compare a chain with. Names of the `asked` part (the words
     before the description) do not count: in "What currency predated the Euro
-    in the country Signmark is from?", a sentence on the euro says nothing of
-    Signmark's country."""
+    in the country Tovin is from?", a sentence on the euro says nothing of
+    Tovin's country."""
     q = set(terms(question))
     bags = [held_terms(q, u.text) for u in units]
     weight = _weights(q, bags)
@@ -344,7 +344,7 @@ def single_coverage(question: str, units: list[Unit], asked: str = "") -> float:
     )
 
 
-# "Eastern Region of Uganda": what follows "of" in a name is a place or a
+# "Eastern Region of Veldra": what follows "of" in a name is a place or a
 # body the named thing belongs to.
 _OF_NAME = re.compile(r"\bof\s+(?:the\s+)?([A-Z][\w&’'.-]*[\w](?:\s+[A-Z][\w&’'.-]*[\w])*)$")
 
@@ -356,8 +356,8 @@ _PARTICIPLE = re.compile(r"^[A-Z][a-z]{3,}ed$")
 def bridges_in(sentence: str) -> list[str]:
     """The capitalised phrases of a sentence as name keys (abstain.phrase_key),
     without the words that are capitalised only for opening it; a phrase
-    ending "of" a name also gives that name ("the Eastern Region of Uganda"
-    is a bridge to Uganda too)."""
+    ending "of" a name also gives that name ("the Eastern Region of Veldra"
+    is a bridge to Veldra too)."""
     out: list[str] = []
     opening = sentence.lstrip(" \t\n\"'“‘(")
     for found in PHRASE.finditer(opening):
@@ -398,8 +398,8 @@ def hop_answer(question: str, texts: list[str], marks: list[int | None], context
     sentences to answer with, the last hop first (it holds what is asked; the
     hops before it say how it was reached), or [] to decline. None to answer
     as usual: any other question, or one whose words before the description
-    all sit in one sentence ("Where was James Glisson born, in the country
-    that passed the Judiciary Act of 1869?": the description only confirms).
+    all sit in one sentence ("Where was Mara Quinn born, in the country
+    that passed the Harbor Act of 1871?": the description only confirms).
     Declined when neither holds: quoting hop 1 answers the inner question
     ("which association published the journal"), not the one asked."""
     before = asked_before(question)
@@ -430,7 +430,7 @@ def hop_answer(question: str, texts: list[str], marks: list[int | None], context
     ):
         return None
     # Or one sentence holds most of the question: a plain question that
-    # describes its subject ("the town of Yingxiu") reads as a chain.
+    # describes its subject ("the town of Kellmoor") reads as a chain.
     return None if stated_whole(question, texts) else []
 
 

@@ -72,13 +72,13 @@ def opening(text: str) -> tuple[str | None, str]:
     # registrant's.
     title = registrant(text) or re.sub(r"^#{1,6}\s+", "", title)
     title = title.rstrip(" :;,#")
-    if title.isupper():  # a cover's capitals: "MICROSOFT CORPORATION" reads "Microsoft Corporation"
+    if title.isupper():  # a cover's capitals: "ACME CORPORATION" reads "Acme Corporation"
         title = " ".join(w[:1] + w[1:].lower() for w in title.split(" "))
     body = "\n".join(text.split("\n")[used:])
     period = covered_period(text) or (None if re.search(r"\b(?:1[5-9]|20)\d\d\b", title) else head_date(text))
     if period:
         title = f"{title}, {period}"
-    # "Apple Inc." ends the sentence once, not twice.
+    # "Acme Inc." ends the sentence once, not twice.
     end = "" if title.endswith(".") else "."
     return f"{kind[0].upper()}{kind[1:]}: {title}{end}", body
 

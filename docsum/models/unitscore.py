@@ -95,7 +95,7 @@ ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     ),
     "person": (
         re.compile(r"^\W*(?:who|whom|whose)\b|\bby whom\b", re.IGNORECASE),
-        # Two or more capitalised words ("Mara Quinn", "G. Stanley Hall").
+        # Two or more capitalised words ("Mara Quinn", "J. Arlen Voss", "Józef Ważny").
         re.compile(
             rf"\b{CAPITAL}{SMALL}+(?:\s+(?:{CAPITAL}\.\s*)*{CAPITAL}{SMALL}+)+"
             rf"|\b{CAPITAL}\.\s*{CAPITAL}{SMALL}+(?:\s+{CAPITAL}{SMALL}+)+"
@@ -105,7 +105,7 @@ ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
         re.compile(
             r"\bwhere\b|\b(?:what|which|in what|in which) (?:country|city|state|continent|region|town)\b", re.IGNORECASE
         ),
-        # A preposition of place before a name: "in North Dakota", "near Paris".
+        # A preposition of place before a name: "in Westmark", "near Łęczyca".
         re.compile(rf"\b(?:in|at|near|from|across) (?:the )?{CAPITAL}[\w'’-]+"),
     ),
 }
@@ -127,14 +127,14 @@ PROXIMITY_WINDOW = 10
 
 
 def one_word_names(query: str) -> list[str]:
-    """The question's names of one word ("Taken" in "Who directed Taken?"), as keys."""
+    """The question's names of one word ("Undertow" in "Who directed Undertow?"), as keys."""
     return [name for name in question_names(query) if name.isalpha()]
 
 
 def lowered_terms(names: Sequence[str], unit: str) -> set[str]:
     """The answer terms of the question's one-word `names` that `unit` writes
-    only in lower case: "the name was taken from the river" does not name a
-    film the question writes as "Taken"."""
+    only in lower case: "the ferry was caught in the undertow" does not name
+    a film the question writes as "Undertow"."""
     if not names:
         return set()
     quiet = lower_only(unit)

@@ -47,8 +47,9 @@ _MARKER = re.compile(r"\[\d{1,3}(?:\s*,\s*\d{1,3})*\]")
 _MONTH = rf"(?:{MONTH_PATTERN}|{'|'.join(MONTH_ABBREVIATIONS)})\.?"
 # So are a numbered list's item numbers ("11. Investment and transaction
 # risk"), a page reference ("on page 41") and a name's number ("COVID-19"):
-# a reference answer listing Intel's risk factors held no other figure, and
-# one numbering 115 of Microsoft's counted "101" to "115" as facts to find.
+# a reference answer listing one company's risk factors held no other
+# figure, and one numbering 115 of another's counted "101" to "115" as facts
+# to find.
 _NOT_FIGURE = re.compile(
     rf"\b{_MONTH}\s+\d{{1,2}}\b|\b\d{{1,2}}\s+{_MONTH}(?!\w)|\b\d+-[QK]\b"
     r"|^[ \t]*\d{1,3}[.)][ \t]|\b[Pp]ages?\s+\d+(?:\s*[-–]\s*\d+)?|\b[A-Za-z]+-\d+\b",
@@ -187,7 +188,7 @@ def wrong_entity(item: GradedAnswer) -> bool | None:
     names = [n for n in question_names(item.question) if not is_figure(n)]
     if not item.answered or not names or not item.cited_paths:
         return None
-    # By stem: the gold `2023_Q1_MSFT.txt` is the stored `2023_Q1_MSFT.pdf`.
+    # By stem: the gold `2023_Q1_ACME.txt` is the stored `2023_Q1_ACME.pdf`.
     gold = {PurePath(p).stem for p in item.gold_paths}
     for path, name_text in zip(item.cited_paths, item.cited_names):
         if PurePath(path).stem in gold:

@@ -250,8 +250,9 @@ class _Run:
             return self._abstained(reason)
         chosen, by_doc = found.chosen, self.store.nodes_for([c.doc_id for c in found.chosen])
         # Every engine answers only from documents about what the question
-        # names: a model handed NVIDIA's filings for a question on Microsoft
-        # answers about NVIDIA as surely as the offline engine does.
+        # names: a model handed one company's filings for a question on
+        # another answers about the first as surely as the offline engine
+        # does.
         from docsum.query.grounding import grounded
         from docsum.query.latest import newest_first
 

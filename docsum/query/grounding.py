@@ -1,8 +1,8 @@
 """Grounding, for the offline engine: a question that names things (a
 company, a person, a year, a quarter) is answered only from documents that
 mention them (see docsum.models.abstain.question_names). Without it the offline
-engine answered "Intel, Q1 2023" from Intel's Q2 filing and "an unladen
-swallow" from railway minutes."""
+engine answered "Acme, Q1 2023" from Acme's Q2 filing and "the airspeed of a
+heron" from railway minutes."""
 
 from __future__ import annotations
 
@@ -60,11 +60,11 @@ def grounded(
     hop of a question such as "what did Brindle & Daughter pay", answered in
     minutes that never name the bakery). Otherwise, for a question without a
     period, the documents together must cover every name and figure (the
-    hops of a multi-hop question, "the Judiciary Act of 1869" among them); a
+    hops of a multi-hop question, "the Harbor Act of 1871" among them); a
     period (a quarter such as "Q1 2023", a half, a fiscal year) must sit in
-    one document with every name ("Microsoft, Q3 2023" is not answered by
-    NVIDIA's Q3 filing that mentions Microsoft), or there is no answer. The embedding retriever's
-    next candidates above the floor may take the place of chosen documents.
+    one document with every name ("Acme, Q3 2023" is not answered by another
+    company's Q3 filing that mentions Acme), or there is no answer. The embedding
+    retriever's next candidates above the floor may take the place of chosen documents.
     Returns the kept documents, their nodes, and the step report (None when
     the question names nothing)."""
     names = question_names(question) or _spelled_titles(question, [*found.chosen, *found.candidates])
@@ -200,8 +200,8 @@ def _quoting(
 ) -> list[Candidate]:
     """The candidates whose text holds the question word for word, when it is
     long enough to be a quotation: a passage copied from a stored document is
-    answered from it, whatever it names (Intel's filing quoting a ruling on
-    Apple, a table's row of figures)."""
+    answered from it, whatever it names (one company's filing quoting a
+    ruling on another, a table's row of figures)."""
     wanted = TextKeys(question).sequence
     if len(wanted) < QUOTE_MIN_WORDS:
         return []
@@ -234,15 +234,15 @@ def _stated_once(
     every name.
 
     A long article about many things states most of what it holds once ("the
-    French army liberated Warsaw in 1806" in 6,000 words on the city; Japan's
-    solar research centre in an article on solar energy), and a one-page scan
+    Westmark army took Harlow in 1806" in 6,000 words on the city; a country's
+    research centre in an article on a field of science), and a one-page scan
     states its date once: that is still stated. A name some document is
     named for, by its file name or title (among the pool, the retriever's
     candidates and the store's best summaries for the name: a company's own
     filings, a report named for its quarter), is left to that document, so a
     passing mention in another company's filing never answers for it. Not by
     its summary: an extractive summary quotes the names its sentences hold
-    ("French" in a composer's), which says little of what the document is
+    (a composer's nationality), which says little of what the document is
     about; nor by how often a long text says it."""
     stated = {c.doc_id: {n for n in names if n not in cover[c.doc_id] and _states(known[c.doc_id], n)} for c in pool}
     wanted = set().union(*stated.values()) if stated else set()
@@ -297,10 +297,10 @@ MIN_TITLE_WORD = 4
 
 def _spelled_titles(question: str, candidates: list[Candidate]) -> list[str]:
     """The names of a question written all in lower case ("what state is
-    directly west of north dakota"), which `question_names` cannot see: the
+    directly west of north vellmar"), which `question_names` cannot see: the
     file names of candidates it spells out, whole or by their first two
-    words or more ("north dakota" for North_Dakota.txt, "monster truck" for
-    Monster_Trucks_film.txt). A question with a capital letter names its own."""
+    words or more ("north vellmar" for North_Vellmar.txt, "iron kettle" for
+    Iron_Kettles_film.txt). A question with a capital letter names its own."""
     if question != question.lower():
         return []
     asked = f" {phrase_key(question)} "

@@ -1,10 +1,10 @@
 """Questions about "the latest" or "the most recent" document of a series:
-four quarterly reports of one company are one series, and "What was Intel's
+four quarterly reports of one company are one series, and "What was Acme's
 gross margin in the latest 10-Q?" is answered from the newest of them, not
 from whichever filing retrieval happened to rank first.
 
 A series is the documents whose summaries open with the same kind and title
-("A quarterly report filed on SEC Form 10-Q: Intel Corporation"); the date a
+("A quarterly report filed on SEC Form 10-Q: Acme Corporation"); the date a
 summary's opening ends with ("…, for the quarter ended September 30, 2023.",
 "Meeting minutes: …, 2 October 2019.") orders it. Documents without such a
 date are left as they are.

@@ -59,8 +59,8 @@ def file_key(path: str) -> str:
 def answered_beside(question: str, kept: list[Candidate], by_doc: dict[str, list[Any]]) -> bool:
     """Some sentence of the kept documents states the answer where it stands
     (docsum.models.hops.stated_whole): a question read as chained may be a
-    plain one that describes its subject ("Chopin's sister Ludwika took his
-    heart back to Warsaw preserved in what?"), and a hop further would only
+    plain one that describes its subject ("Vell's sister Ada took his violin
+    back to Northwind wrapped in what?"), and a hop further would only
     bring in unrelated documents."""
     return stated_whole(question, [u for c in kept for r in by_doc.get(c.doc_id, []) for u in answer_units(r.text)])
 
@@ -75,8 +75,8 @@ def bridged(
 ) -> list[Candidate]:
     """The second-hop candidates that continue from the first: each names
     something the documents about everything say beside the question's names
-    ("… published by the American Psychological Association"). One that
-    names none of it (Djibouti's first president) answers another question."""
+    ("… published by the Society for Quiet Studies"). One that
+    names none of it (Veldra's first president) answers another question."""
     wanted = [n for n in names if not is_figure(n)]
     # Every sentence of a document whose title names them all (the bakery's
     # history names the railway's auction without naming the bakery), those
@@ -86,9 +86,9 @@ def bridged(
         text = "\n".join(r.text for r in by_doc.get(c.doc_id, []))
         titled = all(TextKeys(titles.get(c.doc_id, c.path)).count(n) for n in wanted)
         bridges = bridge_keys(wanted, [text], also=bridges, most=MAX_BRIDGE_SENTENCES, every=titled)
-    # A name many of the candidates mention ("United States") links nothing
-    # in particular (a church in Ohio is no hop from a peak in Colorado)
-    # unless the hop is about it (Treaties_of_the_European_Union.txt).
+    # A name many of the candidates mention (their country's) links nothing
+    # in particular (a church in one state is no hop from a peak in another)
+    # unless the hop is about it (Treaties_of_the_Northern_Union.txt).
     general = {b for b in bridges if sum(1 for k in known.values() if k.body.count(b)) >= GENERAL_DOCUMENTS}
     return [
         c
@@ -138,7 +138,7 @@ def linked(
 ) -> tuple[list[Candidate], list[Candidate]]:
     """For a chained question (docsum.models.hops.is_chained): the documents
     about the bridges (the names the kept documents' sentences about the
-    question's names say beside them: "American Psychological Association"),
+    question's names say beside them: "Society for Quiet Studies"),
     taken from the retriever's candidates above the floor in place of kept
     documents that name none of the question's names and are about no
     bridge. Returns the kept documents and those taken in."""
@@ -159,8 +159,8 @@ def linked(
     # others make room.
     keep = [c for c in kept if c in anchors or reader.about(c, bridges)]
     # Read for the bridges they mention: the next few candidates (their
-    # text, not only their title: "Adolescence" names the American
-    # Psychological Association's first president).
+    # text, not only their title: "Stillness" names the Society for
+    # Quiet Studies' first president).
     near = [c for c in passing if c.doc_id not in kept_ids][: GROUNDING_LOOKAHEAD * top_k]
     reader.read([c.doc_id for c in near])
     taken = _follow(reader, bridges, passing, near, kept_ids, kinds, top_k - len(keep))
@@ -218,11 +218,11 @@ def _looked_up(
     kinds: set[str | None],
 ) -> list[Candidate]:
     """The first document of the store whose file name is a bridge's name
-    ("Somalia.txt"; "West_Chicago_Illinois.txt" for "West Chicago") or
-    something of it ("History_of_Mississippi.txt", "Alcohol_laws_of_Indiana.txt"),
+    ("Veldra.txt"; "North_Harlow_Westmark.txt" for "North Harlow") or
+    something of it ("History_of_Westmark.txt", "Fishing_laws_of_Carrow.txt"),
     none of those `taken` already nor of the anchors' `kinds`. A name that
-    only holds the bridge is about something else: "Consulate General of the
-    United States" is a consulate. A bridge's own document beats a later
+    only holds the bridge is about something else: "Embassy of the
+    Northern Union" is an embassy. A bridge's own document beats a later
     bridge's "… of" one."""
     partial: list[Candidate] = []
     for bridge in bridges[:MAX_LOOKUPS]:
@@ -251,8 +251,8 @@ def bridge_keys(
 ) -> list[str]:
     """Bridges (name keys) of the first `most` sentences of `texts` that name
     one of `wanted` (all of them when `every` or without `wanted`), none of
-    them part of one of `wanted` or holding one: "Harris" and "Harris W.
-    Fawell Congressional Papers" lead nowhere new from "Harris W. Fawell"."""
+    them part of one of `wanted` or holding one: "Mara" and "Mara J.
+    Quinn Congressional Papers" lead nowhere new from "Mara J. Quinn"."""
     out = list(also or [])
     for text in texts:
         for sentence in sentences(text)[:most]:

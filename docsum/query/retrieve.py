@@ -339,8 +339,8 @@ def _kept_candidates(
 
 def documents_about(corpus: SummaryCorpus, name: str, limit: int) -> list[Candidate]:
     """The `limit` documents whose summaries BM25 ranks best for `name` alone,
-    from the whole store: a hop's document ("Somalia" for "a town of
-    Somalia") shares too few of the question's own words to be among the
+    from the whole store: a hop's document ("Veldra" for "a town of
+    Veldra") shares too few of the question's own words to be among the
     question's candidates."""
     evidence = corpus.bm25_evidence()
     scores = evidence.score(name).summary

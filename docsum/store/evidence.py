@@ -75,7 +75,7 @@ NODES_PER_DOCUMENT = 3
 def node_index_text(path: str, title: str, node_text: str) -> str:
     """A node is indexed with its document's file name and title, as the
     summary is (`summary_index_text`): a passage about "net sales" in
-    `2023_Q1_AAPL.txt` belongs to Apple's first quarter of 2023 even when the
+    `2023_Q1_ACME.txt` belongs to Acme's first quarter of 2023 even when the
     passage itself never says so."""
     head = f"File: {path}"
     if title and title.strip():

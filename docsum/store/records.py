@@ -266,7 +266,7 @@ def node_from_row(row: Sequence[Any]) -> NodeRecord:
 
 def summary_index_text(path: str, title: str, summary: str) -> str:
     """What represents a document at retrieval time: its file name and title
-    travel with the summary (file names such as `2023_Q3_AAPL.txt` carry facts
+    travel with the summary (file names such as `2023_Q3_ACME.txt` carry facts
     a summary may leave out). Used both to embed at build time and to show the
     LLM its choices, so both retrievers see the same thing."""
     head = f"File: {path}"
