@@ -358,6 +358,19 @@ def test_a_passage_compact_splits_between_two_parts_keeps_the_earlier_ones_in_vi
     assert again == first
 
 
+def test_a_name_opening_with_a_letter_outside_a_to_z_is_a_bridge() -> None:
+    from docsum.models.hops import bridges_in
+
+    # Before: a phrase had to open with A-Z, so "Żelazna Góra" was read as
+    # "Góra" and "the Eastern Region of Østmark" gave no Østmark to follow.
+    assert bridges_in("The choir moved from Harlow to Żelazna Góra, in the Eastern Region of Østmark.") == [
+        "harlow",
+        "zelazna gora",
+        "eastern region of østmark",
+        "østmark",
+    ]
+
+
 def test_a_sentence_opening_participle_is_no_bridge(tmp_path: Path) -> None:
     from docsum.models.hops import bridges_in
 

@@ -21,14 +21,14 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from docsum.lexical import STOPWORDS, terms
+from docsum.lexical import CAPITAL, STOPWORDS, terms
 from docsum.models.abstain import TextKeys, is_figure, name_terms, phrase_key, question_names
 from docsum.models.answerrank import is_quotable
 from docsum.models.selection import answer_strength
 
 # A capitalised phrase: "Society for Quiet Studies", "Mara Quinn",
 # "Harlow, Westmark" gives two.
-PHRASE = re.compile(r"\b[A-Z][\w&’'.-]*[\w](?:\s+(?:(?:of|the|for|and|on|de|&)\s+)*[A-Z][\w&’'.-]*[\w])*")
+PHRASE = re.compile(rf"\b{CAPITAL}[\w&’'.-]*[\w](?:\s+(?:(?:of|the|for|and|on|de|&)\s+)*{CAPITAL}[\w&’'.-]*[\w])*")
 # Capitalised only because they open a sentence or a clause, or because they
 # are a month or a day (a date links no two things).
 _OPENERS = frozenset(
@@ -346,7 +346,7 @@ def single_coverage(question: str, units: list[Unit], asked: str = "") -> float:
 
 # "Eastern Region of Veldra": what follows "of" in a name is a place or a
 # body the named thing belongs to.
-_OF_NAME = re.compile(r"\bof\s+(?:the\s+)?([A-Z][\w&’'.-]*[\w](?:\s+[A-Z][\w&’'.-]*[\w])*)$")
+_OF_NAME = re.compile(rf"\bof\s+(?:the\s+)?({CAPITAL}[\w&’'.-]*[\w](?:\s+{CAPITAL}[\w&’'.-]*[\w])*)$")
 
 
 # A participle opening a sentence ("Founded", "Located", "Released"), capitalised only for that.
