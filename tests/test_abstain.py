@@ -197,6 +197,10 @@ def test_says_cannot_answer(reply: str, declines: bool) -> None:
         ("What did NVIDIA report in the Q3 2023 10-Q?", ["nvidia", "q3 2023", "10-q"]),
         ("Where was Harris W. Fawell born?", ["harri w fawell"]),
         ("What legal proceedings are disclosed in these 10-Qs?", ["10-q"]),
+        # A code name's plural and an acronym's are the name ("XR7s", "DVDs");
+        # a decade is not its year.
+        ("How many XR7s were built?", ["xr7"]),
+        ("Which DVDs did Vell Studios release in the 1990s?", ["dvd", "vell studio", "1990s"]),
         ("Can trends be seen in Intel's Data Center Group revenue?", ["intel", "data center group"]),
         ("Who composed Aschenbrödel?", ["aschenbrodel"]),
         # A full date is one name, either way round; a year named apart stays.

@@ -141,12 +141,18 @@ def fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+# A name in capitals with a small "s": an acronym's plural.
+_ACRONYM_PLURAL = re.compile(r"[A-Z]{2,}s")
+
+
 # A document's words repeat: each distinct one is folded and cut once per
 # process (an offline question keys some 6,000 words of 3 to 9 documents).
 @functools.lru_cache(maxsize=1 << 16)
 def _key(word: str) -> str:
     """Folded, without a possessive, apostrophes and a plural or final "e", so "Services",
     "Service" and "service" meet (the lexical stemmer keeps them apart)."""
+    if _ACRONYM_PLURAL.fullmatch(word):
+        word = word[:-1]  # "DVDs" is the plural of "DVD"
     word = fold(word)
     if word.endswith(("'s", "’s")):
         word = word[:-2]
@@ -155,8 +161,8 @@ def _key(word: str) -> str:
     word = word.replace("'", "").replace("’", "")
     if word.isalpha() and len(word) > 4:
         word = word.removesuffix("s").removesuffix("e")
-    elif len(word) > 2 and word[-1] == "s" and word[-2].isalpha() and any(c.isdigit() for c in word):
-        word = word[:-1]  # "10-Qs" is the plural of "10-Q"
+    elif len(word) > 2 and word[-1] == "s" and any(c.isdigit() for c in word) and any(c.isalpha() for c in word[:-1]):
+        word = word[:-1]  # "10-Qs" and "XR7s" are plurals of "10-Q" and "XR7"; "1990s" is a decade
     return word
 
 
