@@ -164,3 +164,10 @@ def configure_logging(env: Environment) -> None:
     logger.handlers[:] = [_StderrHandler(env)]
     logger.propagate = False
     logger.setLevel(logging.ERROR if env.quiet else logging.INFO if env.verbose else logging.WARNING)
+    # psycopg warns on its own logger when a lost connection fails its
+    # pipeline's cleanup ("error ignored terminating …"); with no handler of
+    # its own, Python's last-resort handler printed it beside docsum's one-line
+    # error for the same loss. It is shown with -v only.
+    driver = logging.getLogger("psycopg")
+    driver.handlers[:] = [_StderrHandler(env)] if env.verbose else [logging.NullHandler()]
+    driver.propagate = False
