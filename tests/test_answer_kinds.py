@@ -68,6 +68,17 @@ def test_a_name_written_with_diacritics_answers_who_and_where() -> None:
     assert lead.startswith("Ada Vell was born in Łęczyca"), lead
 
 
+def test_a_when_question_reads_a_year_before_1500_as_a_date() -> None:
+    # Before: the date pattern read years from 1500 only, so "in 1413" was no
+    # date; a sentence with a later year and fewer of the question's words led.
+    lead = _lead(
+        "When did the Westmark court send a second embassy to the abbot?",
+        "The first embassy of the Westmark court came in 1407, but the court sent a second embassy in 1413.",
+        "Chroniclers wrote in 1640 that the abbot had long been honoured at court.",
+    )
+    assert lead.startswith("The first embassy of the Westmark court came in 1407"), lead
+
+
 def test_a_name_without_its_apostrophe_finds_the_document_that_writes_it(tmp_path: Path) -> None:
     # Before: "Tai Chi-tao" did not meet "Tai Chi-t'ao", grounding found no
     # document about the name, and the question was declined (exit 5).
