@@ -225,8 +225,12 @@ class ExtractiveLLM(LLM):
             context = self._seen_passages.context(query, context)
         units, marks = _units_of(context)
         hops = hop_answer(query, units, marks, context)
-        if hops is not None:
-            return self._chain(units, marks, hops) if hops else ABSTENTION_TEXT
+        if hops:
+            return self._chain(units, marks, hops)
+        # No chain (or no chain shape): scored as any question, and declined
+        # only below the floor. Declining every unchained question declined a
+        # third of the answerable multi-hop ones; their nearest hop, quoted
+        # and cited, is where a reader goes on from.
         strength = answer_strength(query, units)
         if strength is None:
             return ABSTENTION_TEXT
@@ -248,8 +252,10 @@ class ExtractiveLLM(LLM):
             seen = self._seen_passages.context(query, context)
             seen_units, seen_marks = _units_of(seen)
             hops = hop_answer(query, seen_units, seen_marks, seen)
-            # the best chain of every passage seen so far
-            return self._chain(seen_units, seen_marks, hops) if hops else existing
+            if hops:
+                return self._chain(seen_units, seen_marks, hops)  # the best chain of every passage seen so far
+            # No chain: refined as any other question, so a later passage
+            # can still answer better than the first one read.
         old, old_marks = _units_of(existing)
         fresh, fresh_marks = _units_of(context)
         marks = dict(zip(fresh, fresh_marks))

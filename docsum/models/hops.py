@@ -49,9 +49,6 @@ NAMED_LINK_BONUS = 0.01
 # A name this many documents of the context name is a general one (the
 # country they are all in), no bridge between two of them.
 GENERAL_DOCUMENTS = 3
-# A chained question whose words before the description (at least this
-# many) all sit in one sentence is answered from it as usual.
-MIN_ASKED_TERMS = 2
 _LABEL = re.compile(r"^\[(\d+)\] \(source: ([^,\n)]*)", re.MULTILINE)
 
 
@@ -396,12 +393,10 @@ def _weights(q: set[str], bags: list[set[str]]) -> dict[str, float]:
 def hop_answer(question: str, texts: list[str], marks: list[int | None], context: str) -> list[int] | None:
     """For a question shaped like a chain (`is_chained`): the positions of the
     sentences to answer with, the last hop first (it holds what is asked; the
-    hops before it say how it was reached), or [] to decline. None to answer
-    as usual: any other question, or one whose words before the description
-    all sit in one sentence ("Where was Mara Quinn born, in the country
-    that passed the Harbor Act of 1871?": the description only confirms).
-    Declined when neither holds: quoting hop 1 answers the inner question
-    ("which association published the journal"), not the one asked."""
+    hops before it say how it was reached). None to answer as usual: any
+    other question, or a chain that holds less of the question than one
+    sentence or says nothing of what is asked; the answer scorer's floor
+    then decides whether anything is quoted, as for any question."""
     before = asked_before(question)
     if before is None:
         return None
@@ -420,18 +415,7 @@ def hop_answer(question: str, texts: list[str], marks: list[int | None], context
         # The hop saying most of what is asked leads (a third hop that only
         # adds "country" is support); otherwise the last hop first.
         return sorted(reversed(found.hops), key=lambda i: -len(held_terms(relation, units[i].text)))
-    # No chain: answered as usual only when the words before the description
-    # sit in one sentence that names one of the question's names ("The first
-    # president of the Society of Quiet Machines Studies was Per Lind" holds
-    # "first president" but is about another society).
-    names = [n for n in question_names(question) if not is_figure(n)]
-    if len(asked) >= MIN_ASKED_TERMS and any(
-        asked <= set(terms(u.text)) and any(TextKeys(u.text).count(n) for n in names) for u in units
-    ):
-        return None
-    # Or one sentence holds most of the question: a plain question that
-    # describes its subject ("the town of Kellmoor") reads as a chain.
-    return None if stated_whole(question, texts) else []
+    return None
 
 
 # A sentence holding this share of a question's terms answers it where it

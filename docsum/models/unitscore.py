@@ -79,9 +79,7 @@ ANSWER_TYPES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {
     ),
     "date": (
         re.compile(r"\bwhen\b|\bwhat (?:year|date|day|month)\b|\bwhich (?:year|date|day|month)\b", re.IGNORECASE),
-        re.compile(
-            rf"\b(?:{MONTH_PATTERN})\b[^.]*\b\d{{4}}\b|\b\d{{1,2}}\s+(?:{MONTH_PATTERN})\b|\b(?:1\d|20)\d\d\b"
-        ),
+        re.compile(rf"\b(?:{MONTH_PATTERN})\b[^.]*\b\d{{4}}\b|\b\d{{1,2}}\s+(?:{MONTH_PATTERN})\b|\b(?:1\d|20)\d\d\b"),
     ),
     # A rate asks for a percentage, of the rate named (see _holds); a
     # currency's exchange rate asks for none.
