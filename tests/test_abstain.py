@@ -719,3 +719,25 @@ def test_a_fiscal_quarter_is_found_in_the_filing_that_names_it(tmp_path: Path) -
         code, out, err = run("ask", question, "--store", store)
         assert code == 0, err
         assert "$5,600 million" in out and "$5,100 million" not in out
+
+
+def test_a_name_in_capitals_is_said_by_the_words_it_abbreviates(tmp_path: Path) -> None:
+    # Before: "GHC" was a name no document held as a word, so the article on
+    # Glass Harbor City, which writes the city's name in full, was declined
+    # ("missing: ghc").
+    store = built_store(
+        tmp_path,
+        {
+            "Glass_Harbor_City.txt": "Glass Harbor City is a port on the western coast.\n\n"
+            "The Westmark Gulls play their home games at Lantern Field, north of Glass Harbor City.\n"
+            "The city's harbor freezes in the coldest winters.\n",
+            "Coffee.txt": "Coffee is a brewed drink prepared from roasted coffee beans.\n",
+        },
+    )
+    code, out, err = run("ask", "At which field do the Westmark Gulls play in GHC?", "--store", store)
+    assert code == 0, err
+    assert "Lantern Field" in out
+    from docsum.models.abstain import acronyms
+
+    # A leading "The" is not the name's; small linking words are skipped.
+    assert acronyms("The Glass Harbor Times said so, as did the Bank of Westmark.") == ["ght", "bw"]

@@ -443,3 +443,16 @@ def test_a_plain_question_shaped_like_a_chain_is_answered_where_one_sentence_sta
     code, out, err = run("ask", question, "--store", store)
     assert code == 0, err
     assert answer in _first_sentence(out), out
+
+
+def test_refine_answers_a_chained_question_from_a_later_passage_when_no_chain_forms() -> None:
+    # Before: refine kept the first step's answer to any question shaped like
+    # a chain unless a chain formed, so a later passage that states the
+    # answer in one sentence was never read.
+    from docsum.models.extractive import ExtractiveLLM
+
+    question = "Where was the director of Glass Harbor born?"
+    llm = ExtractiveLLM()
+    existing = "Glass Harbor was filmed on a small island in the spring [1]."
+    context = "[2] (source: b.txt)\nThe director of Glass Harbor was born in Westmark, a town on the coast."
+    assert "born in Westmark" in llm.refine(question, existing, context)

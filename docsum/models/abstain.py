@@ -22,7 +22,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
 from docsum.lazyre import LazyPattern
-from docsum.lexical import LEXICAL_EMBED_MODEL, MONTH_PATTERN, STOPWORDS, terms
+from docsum.lexical import CAPITAL, LEXICAL_EMBED_MODEL, MONTH_PATTERN, SMALL, STOPWORDS, terms
 from docsum.models.localembed import LOCAL_EMBED_MODEL
 from docsum.models.prompts import ABSTENTION_TEXT
 
@@ -352,13 +352,38 @@ def quarters_as_codes(text: str) -> str:
     return _QUARTER_WORDS.sub(lambda m: _QUARTER_NUMBER[m.group(1).lower()], text)
 
 
+# A run of capitalised words, small linking words allowed inside ("Bank of
+# Westmark", "Glass Harbor City"): what an acronym abbreviates.
+_CAPITALISED_RUN = re.compile(rf"{CAPITAL}{SMALL}+(?:\s+(?:(?:of|and|for|de)\s+)?{CAPITAL}{SMALL}+)+")
+
+
+def acronyms(text: str) -> list[str]:
+    """The acronyms of `text`'s runs of capitalised words, as keys: "Glass
+    Harbor City's" says "ghc", "Bank of Westmark" "bw" (a leading "The" is
+    not part of the name)."""
+    found = []
+    for match in _CAPITALISED_RUN.finditer(text):
+        words = [w for w in match.group(0).split() if w[0].isupper()]
+        if words[0] == "The":
+            words = words[1:]
+        if len(words) >= 2:
+            found.append(fold("".join(w[0] for w in words)))
+    return found
+
+
 class TextKeys:
     """A text's words as keys, answering how often a name (a phrase of keys
-    joined by spaces) occurs in it, words in order and adjacent."""
+    joined by spaces) occurs in it, words in order and adjacent. A name in
+    capitals the text never writes is said by the words it abbreviates
+    ("GHC" by "Glass Harbor City")."""
 
     def __init__(self, text: str) -> None:
         self.sequence = [_key(m.group(0)) for m in _TOKEN.finditer(quarters_as_codes(text))]
         self.words = Counter(self.sequence)
+        # Only an acronym the text never writes: "Executable and Linkable
+        # Format (ELF)" says ELF once, not twice.
+        written = set(self.words)
+        self.words.update(a for a in acronyms(text) if a not in written)
         self._grams: dict[int, Counter[tuple[str, ...]]] = {}
 
     def has_all(self, name: str) -> bool:
