@@ -741,3 +741,14 @@ def test_a_name_in_capitals_is_said_by_the_words_it_abbreviates(tmp_path: Path) 
 
     # A leading "The" is not the name's; small linking words are skipped.
     assert acronyms("The Glass Harbor Times said so, as did the Bank of Westmark.") == ["ght", "bw"]
+
+
+def test_an_acronym_the_text_writes_is_counted_as_written() -> None:
+    # The spelled-out words count for an acronym only where the text never
+    # writes it: "Executable and Linkable Format (ELF)" states ELF once, and
+    # counting it twice made the page "about" ELF by its mentions alone.
+    from docsum.models.abstain import TextKeys
+
+    assert TextKeys("The Executable and Linkable Format (ELF) is a file format.").count("elf") == 1
+    assert TextKeys("The Executable and Linkable Format is a file format.").count("elf") == 1
+    assert TextKeys("An executable file format.").count("elf") == 0
