@@ -59,7 +59,7 @@ from docsum.models.abstain import name_terms  # noqa: E402
 from docsum.models.answerrank import answer_terms, folded, spelled_out  # noqa: E402
 from docsum.models.extractive import ExtractiveLLM  # noqa: E402
 from docsum.models.selection import WORDS_PER_ANSWER_SENTENCE, adds_to_answer  # noqa: E402
-from docsum.models.unitscore import FEATURES, unit_features  # noqa: E402
+from docsum.models.unitscore import FEATURES, document_prior, unit_features  # noqa: E402
 from docsum.query.answermeasures import FIRST_WORDS, SHORT_ANSWER_WORDS, amounts, contains, figures  # noqa: E402
 
 MOST_UNITS = 3  # --answer-sentences' default
@@ -138,11 +138,16 @@ async def collect(name: str, folder: Path, cache: Path, limit: int | None) -> li
     for row in rows:
         answerable = row.get("kind") != "unanswerable"
         result = await ask(store, llm, row["question"], options)
-        units = [u for source in result.sources for u in answer_units(source.text)]
+        # Each unit's document by retrieval rank, as the engine reads it from
+        # the passages' numbering (best document first).
+        order = list(dict.fromkeys(source.doc_id for source in result.sources))
+        placed = [(u, order.index(source.doc_id)) for source in result.sources for u in answer_units(source.text)]
+        units = [u for u, _ in placed]
+        documents = [document_prior(rank) for _, rank in placed]
         item = Item(name, str(row["id"]), split_of(row), answerable, declined_before=not units)
         item.question, item.reference = row["question"], row.get("answer") or ""
         item.golds = [item.reference, *row.get("answer_aliases", [])]
-        found = unit_features(row["question"], units)
+        found = unit_features(row["question"], units, documents=documents)
         kept = [(u, f) for u, f in zip(units, found) if f is not None]
         item.texts = [u for u, _ in kept]
         item.x = np.array([[f[k] for k in FEATURES] for _, f in kept]).reshape(len(kept), len(FEATURES))

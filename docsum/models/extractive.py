@@ -12,7 +12,7 @@ import json
 import math
 import re
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from typing import Any
@@ -24,7 +24,7 @@ from docsum.layout import answer_units
 from docsum.lexical import LEXICAL_EMBED_MODEL, lexical_vectors, sentences, terms
 from docsum.models.abstain import says_cannot_answer
 from docsum.models.answerrank import answer_terms, spelled_out
-from docsum.models.hops import SeenPassages, hop_answer, is_chained
+from docsum.models.hops import MAX_REMEMBERED, SeenPassages, hop_answer, is_chained, sources
 from docsum.models.llm import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUT, LLM, LLMMetadata
 from docsum.models.localembed import LOCAL_EMBED_MODEL, embed_locally
 from docsum.models.prompts import (
@@ -42,7 +42,7 @@ from docsum.models.prompts import (
 from docsum.models.prose import is_opening, is_reference, opening, without_figures_and_tables
 from docsum.models.selection import ANSWER_COVERAGE_FLOOR, answer_strength, asked_terms, join_units, select_units
 from docsum.models.tokens import tokenizer_for_model
-from docsum.models.unitscore import idf_weights
+from docsum.models.unitscore import document_prior, idf_weights
 from docsum.models.unitweights import ANSWER_SCORE_FLOOR
 from docsum.schema import CallRecord
 from docsum.settings import DEFAULT_LIMITS, Limits, default
@@ -70,6 +70,7 @@ class ExtractiveLLM(LLM):
         # Refine's steps show one passage each: a chained question's hops meet
         # only in the passages seen so far (docsum.models.hops).
         self._seen_passages = SeenPassages()
+        self._documents = DocumentOrder()
         metadata = LLMMetadata(
             model=EXTRACTIVE_MODEL,
             context_window=context_window or DEFAULT_CONTEXT_WINDOW,
@@ -160,6 +161,7 @@ class ExtractiveLLM(LLM):
             self.metadata.tokenizer,
             focused=True,
             most=self.answer_sentences,
+            documents=self._documents.priors(query, context, marks),
         )
         return join_units(with_marker(text, marks[pos]) for pos, text in chosen)
 
@@ -283,6 +285,7 @@ class ExtractiveLLM(LLM):
             focused=True,
             most=self.answer_sentences,
             background=fresh,
+            documents=self._documents.priors(query, context, [marks.get(u) for u in pool]),
         )
         if {text for _, text in chosen} <= set(old):
             return existing  # the new material adds nothing better: keep the answer as it was
@@ -313,6 +316,34 @@ class ExtractiveLLM(LLM):
         q = set(terms(query))
         kept = [s for s in sentences(passage) if q & set(terms(s))]
         return " ".join(kept) if kept else NO_OUTPUT
+
+
+class DocumentOrder:
+    """Which document each numbered passage of one question's contexts came
+    from, and each document's rank. Passages are numbered in retrieval
+    order, best document first, so a document's rank is the order of its
+    first passage among those seen. Refine and compact show them a part at a
+    time, and an earlier answer's sentences carry only their markers: the
+    labels of every part seen for the question are kept. A context holding
+    passage 1 starts afresh (the same question asked again)."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[str, dict[int, str]] = OrderedDict()
+
+    def priors(self, question: str, context: str, marks: list[int | None]) -> list[float]:
+        """The `document` feature (docsum.models.unitscore.document_prior)
+        of each unit, by the passage it came from (`marks`)."""
+        found = sources(context)
+        named = {} if 1 in found else self._seen.pop(question, {})
+        named.update(found)
+        self._seen[question] = named
+        if len(self._seen) > MAX_REMEMBERED:
+            self._seen.popitem(last=False)
+        first: dict[str, int] = {}
+        for number, name in sorted(named.items()):
+            first.setdefault(name, number)
+        rank = {name: i for i, name in enumerate(sorted(first, key=first.__getitem__))}
+        return [document_prior(rank.get(named.get(m, ""))) if m is not None else 0.0 for m in marks]
 
 
 # The best score of every answer the offline engine weighed in this context

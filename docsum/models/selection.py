@@ -62,7 +62,11 @@ Scored = tuple[float, int, str, set[str]]
 
 
 def _answer_scores(
-    query: str, unique: list[tuple[int, str]], background: list[str], prefer: int
+    query: str,
+    unique: list[tuple[int, str]],
+    background: list[str],
+    prefer: int,
+    documents: list[float] | None = None,
 ) -> tuple[list[Scored], frozenset[str], set[str], set[int]]:
     """An answer's candidates by the scorer's one score, the row labels the
     context defines (their definitions follow the rows they explain), the
@@ -74,7 +78,7 @@ def _answer_scores(
     scored: list[Scored] = []
     named_rows: set[int] = set()
     for i, (pos, text) in enumerate(unique):
-        found = features_of(view, ctx, i)
+        found = features_of(view, ctx, i, documents[pos] if documents is not None else 0.0)
         if found is None:
             continue  # a heading, a form's words or half a sentence
         scored.append((score(found) + (1e-6 if pos < prefer else 0.0), pos, text, set(ctx.bags[i])))
@@ -148,6 +152,7 @@ def select_units(
     informative: bool = False,
     most: int = default("answer_sentences"),
     background: list[str] | None = None,
+    documents: list[float] | None = None,
 ) -> list[tuple[int, str]]:
     """The units to quote, as (position, text) pairs, best first, within the
     output budget. `focused` is for answers: ranked by the scorer, at most
@@ -155,7 +160,8 @@ def select_units(
     `informative` is for summaries: only prose, names and figures first.
     The first `prefer` candidates (an existing answer) win ties;
     `background`: further units read beside the candidates, counted in the
-    word weights only."""
+    word weights only; `documents`: each candidate's `document` feature
+    (its document's retrieval rank, docsum.models.unitscore.document_prior)."""
     seen: set[str] = set()
     unique: list[tuple[int, str]] = []
     for i, s in enumerate(candidates):
@@ -168,7 +174,7 @@ def select_units(
     asked: set[str] = set()
     named_rows: set[int] = set()
     if focused:
-        scored, definitions, asked, named_rows = _answer_scores(query, unique, background or [], prefer)
+        scored, definitions, asked, named_rows = _answer_scores(query, unique, background or [], prefer, documents)
         floor = -math.inf
     else:
         scored, any_overlap = _summary_scores(query, unique, background or [], prefer, informative)

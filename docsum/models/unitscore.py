@@ -25,7 +25,12 @@ the other units of the context for word weights):
 - period: the log of how well the unit's period fits the one asked for;
 - length: the log of the penalty on a unit too long to read as an answer;
 - fragment: a unit of fewer than three terms;
-- position: how early the unit comes in the context (passages arrive best first).
+- position: how early the unit comes in the context (passages arrive best first);
+- document: the retrieval rank of the unit's document, as 1 / rank (1 for
+  the best document, 1/2 for the next …; 0 where it is not known). A
+  sentence of the document retrieval put first beats a like one of the
+  third: a question that names nothing ("When was the book first
+  challenged?") otherwise takes a sentence on another document's "first".
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ FEATURES: tuple[str, ...] = (
     "length",
     "fragment",
     "position",
+    "document",
 )
 
 # Kinds of fact a question asks for: how the question says so, and how a
@@ -286,9 +292,16 @@ def centrality(ctx: Context, i: int) -> float:
     return sum(v * ctx.centroid[t] for t, v in vec.items()) / (norm * ctx.centroid_norm)
 
 
-def features_of(view: QuestionView, ctx: Context, i: int) -> dict[str, float] | None:
+def document_prior(rank: int | None) -> float:
+    """The `document` feature of a unit whose document retrieval ranked
+    `rank` (0 for the best; None: not known)."""
+    return 0.0 if rank is None else 1.0 / (1 + rank)
+
+
+def features_of(view: QuestionView, ctx: Context, i: int, document: float = 0.0) -> dict[str, float] | None:
     """The features of unit `i`, or None for a unit no answer quotes (a
-    heading, a form's words, half a sentence)."""
+    heading, a form's words, half a sentence); `document` is its
+    document's (document_prior)."""
     text = ctx.units[i]
     if text.lstrip().startswith("#") or not is_quotable(text):
         return None
@@ -314,6 +327,7 @@ def features_of(view: QuestionView, ctx: Context, i: int) -> dict[str, float] | 
         "length": math.log(LONG_UNIT_WORDS / length) if length > LONG_UNIT_WORDS else 0.0,
         "fragment": float(len(bag) < 3),
         "position": 1.0 - i / max(1, len(ctx.units)),
+        "document": document,
     }
 
 
@@ -322,8 +336,11 @@ def score(features: Mapping[str, float], weights: Mapping[str, float] = WEIGHTS)
     return sum(weights.get(name, 0.0) * value for name, value in features.items())
 
 
-def unit_features(query: str, units: Sequence[str], background: Sequence[str] = ()) -> list[dict[str, float] | None]:
-    """Every unit's features for `query` (None for a unit no answer quotes)."""
+def unit_features(
+    query: str, units: Sequence[str], background: Sequence[str] = (), documents: Sequence[float] | None = None
+) -> list[dict[str, float] | None]:
+    """Every unit's features for `query` (None for a unit no answer quotes);
+    `documents`: each unit's `document` feature (document_prior)."""
     ctx = Context.of(units, background)
     view = read_question(query, units, ctx.idf)
-    return [features_of(view, ctx, i) for i in range(len(units))]
+    return [features_of(view, ctx, i, documents[i] if documents else 0.0) for i in range(len(units))]
