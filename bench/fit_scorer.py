@@ -140,8 +140,8 @@ async def collect(name: str, folder: Path, cache: Path, limit: int | None) -> li
         result = await ask(store, llm, row["question"], options)
         # Each unit's document by retrieval rank, as the engine reads it from
         # the passages' numbering (best document first).
-        order = list(dict.fromkeys(source.doc_id for source in result.sources))
-        placed = [(u, order.index(source.doc_id)) for source in result.sources for u in answer_units(source.text)]
+        rank = {doc_id: i for i, doc_id in enumerate(dict.fromkeys(source.doc_id for source in result.sources))}
+        placed = [(u, rank[source.doc_id]) for source in result.sources for u in answer_units(source.text)]
         units = [u for u, _ in placed]
         documents = [document_prior(rank) for _, rank in placed]
         item = Item(name, str(row["id"]), split_of(row), answerable, declined_before=not units)
